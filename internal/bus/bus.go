@@ -1,0 +1,204 @@
+package bus
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Options selects the bus.
+type Options struct {
+	// URL of an external NATS; empty starts the embedded server.
+	URL      string
+	User     string
+	Password string
+	// DataDir is where the embedded server keeps its JetStream store.
+	DataDir string
+	// Listen, when set, makes the embedded server accept remote clients
+	// (workers near server segments) on this address, with TLS.
+	Listen string
+	TLS    *tls.Config
+	// Users for remote clients of a listening embedded server.
+	Users  []*server.User
+	Name   string
+	Logger *slog.Logger
+}
+
+// Bus is a connection to NATS JetStream (and the embedded server, if any).
+type Bus struct {
+	NC     *nats.Conn
+	JS     jetstream.JetStream
+	server *server.Server
+	log    *slog.Logger
+}
+
+// Open starts the embedded server (when no URL is given), connects, and
+// creates the streams and buckets idempotently.
+func Open(ctx context.Context, o Options) (*Bus, error) {
+	log := o.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	b := &Bus{log: log}
+	name := o.Name
+	if name == "" {
+		name = "lcm"
+	}
+	var err error
+	if o.URL == "" {
+		if b.server, err = startEmbedded(o, name); err != nil {
+			return nil, err
+		}
+		b.NC, err = nats.Connect("", nats.InProcessServer(b.server), nats.Name(name),
+			nats.UserInfo(o.User, o.Password), nats.MaxReconnects(-1))
+	} else {
+		b.NC, err = nats.Connect(o.URL, nats.Name(name), nats.UserInfo(o.User, o.Password),
+			nats.MaxReconnects(-1), nats.ReconnectWait(500*time.Millisecond),
+			nats.Timeout(5*time.Second), nats.RetryOnFailedConnect(false))
+	}
+	if err != nil {
+		b.Close()
+		return nil, fmt.Errorf("bus: connect: %w", err)
+	}
+	if b.JS, err = jetstream.New(b.NC); err != nil {
+		b.Close()
+		return nil, err
+	}
+	if err := b.ensure(ctx); err != nil {
+		b.Close()
+		return nil, err
+	}
+	return b, nil
+}
+
+func startEmbedded(o Options, name string) (*server.Server, error) {
+	opts := &server.Options{
+		ServerName: name,
+		JetStream:  true,
+		StoreDir:   filepath.Join(o.DataDir, "nats"),
+		NoSigs:     true,
+		NoLog:      true,
+		// Without a listen address the server takes no port at all: only the
+		// in-process connection reaches it.
+		DontListen: o.Listen == "",
+		// Bounded so a runaway stream cannot fill the disk.
+		JetStreamMaxStore:  8 << 30,
+		JetStreamMaxMemory: 256 << 20,
+	}
+	if o.Listen != "" {
+		host, port, err := net.SplitHostPort(o.Listen)
+		if err != nil {
+			return nil, fmt.Errorf("bus: nats.listen %q: %w", o.Listen, err)
+		}
+		opts.Host = host
+		if opts.Port, err = strconv.Atoi(port); err != nil {
+			return nil, fmt.Errorf("bus: nats.listen %q: bad port", o.Listen)
+		}
+		if o.TLS == nil {
+			return nil, errors.New("bus: a listening embedded NATS needs TLS")
+		}
+		opts.TLSConfig = o.TLS
+		opts.TLS = true
+		opts.Users = o.Users
+	}
+	ns, err := server.NewServer(opts)
+	if err != nil {
+		return nil, fmt.Errorf("bus: embedded NATS: %w", err)
+	}
+	go ns.Start()
+	if !ns.ReadyForConnections(10 * time.Second) {
+		ns.Shutdown()
+		if o.Listen != "" {
+			return nil, fmt.Errorf("bus: embedded NATS did not start; is %s (nats.listen) already in use?", o.Listen)
+		}
+		return nil, errors.New("bus: embedded NATS did not start")
+	}
+	return ns, nil
+}
+
+// ensure creates every stream and bucket, or updates them to this config.
+func (b *Bus) ensure(ctx context.Context) error {
+	streams := []jetstream.StreamConfig{
+		{
+			Name: StreamJobs, Subjects: []string{SubjectJobsAll},
+			Retention: jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage,
+			// Dedup window: a retried publish of the same job id is dropped.
+			Duplicates: 10 * time.Minute, MaxAge: 24 * time.Hour,
+		},
+		{
+			Name: StreamJobEvents, Subjects: []string{SubjectJobEventsAll},
+			Retention: jetstream.LimitsPolicy, Storage: jetstream.FileStorage,
+			// Events only need to survive until the API has ingested them.
+			MaxAge: 24 * time.Hour, MaxBytes: 4 << 30, Duplicates: 2 * time.Minute,
+		},
+	}
+	for _, sc := range streams {
+		if _, err := b.JS.CreateOrUpdateStream(ctx, sc); err != nil {
+			return fmt.Errorf("bus: stream %s: %w", sc.Name, err)
+		}
+	}
+	buckets := []jetstream.KeyValueConfig{
+		{Bucket: BucketLocks, TTL: 2 * time.Minute, History: 1},
+		{Bucket: BucketLeader, TTL: 30 * time.Second, History: 1},
+		{Bucket: BucketRateLimit, TTL: 2 * time.Minute, History: 1},
+		{Bucket: BucketLockout, TTL: 24 * time.Hour, History: 1},
+		{Bucket: BucketAuth, TTL: 2 * time.Minute, History: 1},
+		{Bucket: BucketAgents, History: 1},
+	}
+	for _, kc := range buckets {
+		if _, err := b.JS.CreateOrUpdateKeyValue(ctx, kc); err != nil {
+			return fmt.Errorf("bus: bucket %s: %w", kc.Bucket, err)
+		}
+	}
+	return nil
+}
+
+// KV returns a bucket by name.
+func (b *Bus) KV(ctx context.Context, bucket string) (jetstream.KeyValue, error) {
+	return b.JS.KeyValue(ctx, bucket)
+}
+
+// Healthy reports whether the connection is up.
+func (b *Bus) Healthy() bool { return b.NC != nil && b.NC.IsConnected() }
+
+// Embedded reports whether this process runs the NATS server.
+func (b *Bus) Embedded() bool { return b.server != nil }
+
+// ClientURL is the embedded server's listen URL ("" when in-process only).
+func (b *Bus) ClientURL() string {
+	if b.server == nil || b.server.Addr() == nil {
+		return ""
+	}
+	return b.server.ClientURL()
+}
+
+// Close drains the connection (in-flight messages are delivered) and stops
+// the embedded server.
+func (b *Bus) Close() error {
+	if b.NC != nil {
+		done := make(chan struct{})
+		b.NC.SetClosedHandler(func(*nats.Conn) { close(done) })
+		if err := b.NC.Drain(); err == nil {
+			select {
+			case <-done:
+			case <-time.After(5 * time.Second):
+			}
+		}
+		b.NC.Close()
+	}
+	if b.server != nil {
+		b.server.Shutdown()
+		b.server.WaitForShutdown()
+	}
+	return nil
+}

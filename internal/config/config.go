@@ -1,0 +1,429 @@
+// Package config holds LCM's one typed configuration struct and its loading
+// order: defaults → config.json → environment (LCM_*) → command-line flags.
+//
+// A missing config.json is created with secure random values (a JWT secret
+// from 48 random bytes) and mode 0600. A malformed one stops the start with
+// the file, position and key named; the file is never rewritten then.
+package config
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// MinJWTSecretLen is the spec's minimum: shorter secrets are refused on load
+// because HMAC-SHA256 keys below 32 bytes weaken every session token.
+const MinJWTSecretLen = 32
+
+// Config is the whole configuration of lcm-api (and the shared parts of the
+// other binaries). JSON names are the spec's configuration keys.
+type Config struct {
+	JWTSecret                string   `json:"jwt_secret"`
+	AccessTokenTTLMinutes    int      `json:"access_token_ttl_minutes"`
+	APIKeyRateLimitPerMinute int      `json:"api_key_rate_limit_per_minute"`
+	Require2FARoles          []string `json:"require_2fa_roles,omitempty"`
+	PublicBaseURL            string   `json:"public_base_url,omitempty"`
+	AllowedIPs               []string `json:"allowed_ips,omitempty"`
+	TrustProxyHeader         bool     `json:"trust_proxy_header"`
+	LogLevel                 string   `json:"log_level"`
+	AccessLog                bool     `json:"access_log"`
+
+	Host      string `json:"host"`
+	Port      int    `json:"port"`
+	AgentHost string `json:"agent_host"`
+	AgentPort int    `json:"agent_port"`
+	MCPHost   string `json:"mcp_host"`
+	MCPPort   int    `json:"mcp_port"`
+
+	// DataDir holds lcm.key, the SQLite DB, version.json, the NATS store.
+	// Relative paths are relative to the config file's directory.
+	DataDir  string         `json:"data_dir"`
+	Database DatabaseConfig `json:"database"`
+	NATS     NATSConfig     `json:"nats"`
+	Worker   WorkerConfig   `json:"worker"`
+	DNS      DNSConfig      `json:"dns"`
+	Speech   SpeechConfig   `json:"speech"`
+	SMTP     SMTPConfig     `json:"smtp"`
+
+	// Set by flags only, never stored.
+	Dev   bool `json:"-"`
+	Demo  bool `json:"-"`
+	Debug bool `json:"-"`
+	// Path is the config file this was loaded from.
+	Path string `json:"-"`
+}
+
+// DatabaseConfig selects the database: empty URL = embedded SQLite in the
+// data dir; a postgres:// URL = PostgreSQL.
+type DatabaseConfig struct {
+	URL string `json:"url,omitempty"`
+}
+
+// NATSConfig selects the bus: empty URL = embedded NATS with JetStream.
+type NATSConfig struct {
+	URL string `json:"url,omitempty"`
+	// Listen makes the embedded server accept remote workers (TLS + users).
+	Listen string `json:"listen,omitempty"`
+	// Credentials for an external NATS or for this process on a listening one.
+	User     string `json:"user,omitempty"`
+	Password string `json:"password,omitempty"`
+}
+
+// WorkerConfig configures the in-process worker of the all-in-one mode.
+type WorkerConfig struct {
+	Disabled    bool     `json:"disabled,omitempty"`
+	Segments    []string `json:"segments,omitempty"`
+	Concurrency int      `json:"concurrency,omitempty"`
+}
+
+// DNSConfig configures the embedded authoritative DNS listener (off when
+// Listen is empty).
+type DNSConfig struct {
+	Listen    string   `json:"listen,omitempty"`
+	AXFRAllow []string `json:"axfr_allow,omitempty"`
+}
+
+// SpeechConfig holds speech defaults; provider keys live encrypted in the DB.
+type SpeechConfig struct {
+	TTSLanguage string `json:"tts_language,omitempty"`
+}
+
+// SMTPConfig is the outgoing mail server for invitations and resets.
+type SMTPConfig struct {
+	Host     string `json:"host,omitempty"`
+	Port     int    `json:"port,omitempty"`
+	From     string `json:"from,omitempty"`
+	Username string `json:"username,omitempty"`
+	Password string `json:"password,omitempty"`
+	// TLS: "none", "starttls" or "tls".
+	TLS string `json:"tls,omitempty"`
+}
+
+// Defaults returns the configuration used for every key not set elsewhere.
+func Defaults() Config {
+	return Config{
+		AccessTokenTTLMinutes:    60,
+		APIKeyRateLimitPerMinute: 120,
+		LogLevel:                 "info",
+		AccessLog:                true,
+		Host:                     "127.0.0.1",
+		Port:                     9310,
+		AgentHost:                "0.0.0.0",
+		AgentPort:                9320,
+		MCPHost:                  "127.0.0.1",
+		MCPPort:                  9330,
+		DataDir:                  "data",
+		Worker:                   WorkerConfig{Segments: []string{"default"}, Concurrency: 64},
+		Speech:                   SpeechConfig{TTSLanguage: "en-US"},
+		SMTP:                     SMTPConfig{Port: 25, TLS: "none"},
+	}
+}
+
+// Error is a configuration problem naming the file, position and key.
+type Error struct {
+	Path string
+	Line int // 0 when unknown
+	Col  int
+	Key  string
+	Msg  string
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString(e.Path)
+	if e.Line > 0 {
+		fmt.Fprintf(&b, ":%d:%d", e.Line, e.Col)
+	}
+	if e.Key != "" {
+		fmt.Fprintf(&b, ": key %q", e.Key)
+	}
+	b.WriteString(": ")
+	b.WriteString(e.Msg)
+	return b.String()
+}
+
+// Load reads the config file at path, creating it with secure random values
+// when it does not exist. created reports whether the file was created.
+func Load(path string) (cfg Config, created bool, err error) {
+	cfg = Defaults()
+	cfg.Path = path
+	data, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if cfg.JWTSecret, err = randomSecret(); err != nil {
+			return cfg, false, err
+		}
+		if err := write(path, cfg); err != nil {
+			return cfg, false, err
+		}
+		created = true
+	case err != nil:
+		return cfg, false, fmt.Errorf("config: %w", err)
+	default:
+		if err := decode(path, data, &cfg); err != nil {
+			return cfg, false, err
+		}
+	}
+	return cfg, created, nil
+}
+
+func decode(path string, data []byte, cfg *Config) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(cfg); err != nil {
+		return decodeError(path, data, err)
+	}
+	if dec.More() {
+		line, col := position(data, dec.InputOffset())
+		return &Error{Path: path, Line: line, Col: col, Msg: "unexpected data after the JSON object"}
+	}
+	return nil
+}
+
+func decodeError(path string, data []byte, err error) error {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		line, col := position(data, syn.Offset)
+		return &Error{Path: path, Line: line, Col: col, Msg: "malformed JSON: " + syn.Error()}
+	case errors.As(err, &typ):
+		line, col := position(data, typ.Offset)
+		return &Error{Path: path, Line: line, Col: col, Key: typ.Field,
+			Msg: fmt.Sprintf("expected %s, found JSON %s", typ.Type, typ.Value)}
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+		return &Error{Path: path, Msg: "malformed JSON: unexpected end of file"}
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		key := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		line, col := keyPosition(data, key)
+		return &Error{Path: path, Line: line, Col: col, Key: key, Msg: "unknown configuration key"}
+	default:
+		return &Error{Path: path, Msg: err.Error()}
+	}
+}
+
+// position converts a byte offset into a 1-based line and column.
+func position(data []byte, off int64) (line, col int) {
+	if off > int64(len(data)) {
+		off = int64(len(data))
+	}
+	line, col = 1, 1
+	for _, c := range data[:off] {
+		if c == '\n' {
+			line++
+			col = 1
+		} else {
+			col++
+		}
+	}
+	return line, col
+}
+
+func keyPosition(data []byte, key string) (int, int) {
+	i := bytes.Index(data, []byte(`"`+key+`"`))
+	if i < 0 {
+		return 0, 0
+	}
+	return position(data, int64(i))
+}
+
+// randomSecret returns 48 random bytes, base64url encoded (64 characters).
+func randomSecret() (string, error) {
+	b := make([]byte, 48)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("config: random secret: %w", err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+// write creates the file with mode 0600 atomically (temp file + rename), so a
+// crash never leaves a half-written config behind.
+func write(path string, cfg Config) error {
+	data, err := json.MarshalIndent(cfg, "", "  ")
+	if err != nil {
+		return err
+	}
+	data = append(data, '\n')
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return fmt.Errorf("config: create directory %s: %w", dir, err)
+	}
+	tmp, err := os.CreateTemp(dir, ".config-*.json")
+	if err != nil {
+		return fmt.Errorf("config: cannot write %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(0o600); err != nil {
+		tmp.Close()
+		return err
+	}
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	// Link-then-rename refuses to replace a file someone created meanwhile.
+	if err := os.Link(tmp.Name(), path); err != nil {
+		return fmt.Errorf("config: create %s: %w", path, err)
+	}
+	return nil
+}
+
+// ApplyEnv overrides keys from LCM_* environment variables (for containers).
+// Unknown LCM_ variables are ignored; a malformed value is an error naming it.
+func (c *Config) ApplyEnv(getenv func(string) string) error {
+	str := map[string]*string{
+		"LCM_JWT_SECRET": &c.JWTSecret, "LCM_PUBLIC_BASE_URL": &c.PublicBaseURL,
+		"LCM_LOG_LEVEL": &c.LogLevel, "LCM_HOST": &c.Host, "LCM_AGENT_HOST": &c.AgentHost,
+		"LCM_MCP_HOST": &c.MCPHost, "LCM_DATA_DIR": &c.DataDir, "LCM_DATABASE_URL": &c.Database.URL,
+		"LCM_NATS_URL": &c.NATS.URL, "LCM_NATS_LISTEN": &c.NATS.Listen, "LCM_NATS_USER": &c.NATS.User,
+		"LCM_NATS_PASSWORD": &c.NATS.Password, "LCM_DNS_LISTEN": &c.DNS.Listen,
+		"LCM_SMTP_HOST": &c.SMTP.Host, "LCM_SMTP_FROM": &c.SMTP.From,
+	}
+	ints := map[string]*int{
+		"LCM_PORT": &c.Port, "LCM_AGENT_PORT": &c.AgentPort, "LCM_MCP_PORT": &c.MCPPort,
+		"LCM_ACCESS_TOKEN_TTL_MINUTES": &c.AccessTokenTTLMinutes,
+		"LCM_API_KEY_RATE_LIMIT_PER_MINUTE": &c.APIKeyRateLimitPerMinute, "LCM_SMTP_PORT": &c.SMTP.Port,
+	}
+	bools := map[string]*bool{"LCM_TRUST_PROXY_HEADER": &c.TrustProxyHeader, "LCM_ACCESS_LOG": &c.AccessLog}
+	for k, p := range str {
+		if v := getenv(k); v != "" {
+			*p = v
+		}
+	}
+	for k, p := range ints {
+		if v := getenv(k); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return fmt.Errorf("environment %s: %q is not a whole number", k, v)
+			}
+			*p = n
+		}
+	}
+	for k, p := range bools {
+		if v := getenv(k); v != "" {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return fmt.Errorf("environment %s: %q is not a boolean", k, v)
+			}
+			*p = b
+		}
+	}
+	if v := getenv("LCM_ALLOWED_IPS"); v != "" {
+		c.AllowedIPs = splitList(v)
+	}
+	if v := getenv("LCM_REQUIRE_2FA_ROLES"); v != "" {
+		c.Require2FARoles = splitList(v)
+	}
+	return nil
+}
+
+func splitList(v string) []string {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Validate reports every problem with its key, joined into one error.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, &Error{Path: c.Path, Key: key, Msg: fmt.Sprintf(format, args...)})
+	}
+	if n := len(c.JWTSecret); n < MinJWTSecretLen {
+		bad("jwt_secret", "must be at least %d characters, has %d", MinJWTSecretLen, n)
+	}
+	if c.AccessTokenTTLMinutes < 1 || c.AccessTokenTTLMinutes > 7*24*60 {
+		bad("access_token_ttl_minutes", "must be between 1 and 10080, is %d", c.AccessTokenTTLMinutes)
+	}
+	if c.APIKeyRateLimitPerMinute < 0 {
+		bad("api_key_rate_limit_per_minute", "must be 0 (off) or positive, is %d", c.APIKeyRateLimitPerMinute)
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		bad("log_level", "must be debug, info, warn or error, is %q", c.LogLevel)
+	}
+	checkPort := func(key string, p int, zeroOK bool) {
+		if p < 0 || p > 65535 || (p == 0 && !zeroOK) {
+			bad(key, "must be a port number, is %d", p)
+		}
+	}
+	checkPort("port", c.Port, false)
+	checkPort("agent_port", c.AgentPort, true)
+	checkPort("mcp_port", c.MCPPort, true)
+	for key, h := range map[string]string{"host": c.Host, "agent_host": c.AgentHost, "mcp_host": c.MCPHost} {
+		if h != "" && net.ParseIP(h) == nil && h != "localhost" {
+			bad(key, "must be an IP address, is %q", h)
+		}
+	}
+	if u := c.Database.URL; u != "" && !strings.HasPrefix(u, "postgres://") && !strings.HasPrefix(u, "postgresql://") {
+		bad("database.url", "must be a postgres:// URL (empty means embedded SQLite)")
+	}
+	if c.DataDir == "" {
+		bad("data_dir", "must not be empty")
+	}
+	if c.Worker.Concurrency < 0 {
+		bad("worker.concurrency", "must not be negative")
+	}
+	return errors.Join(errs...)
+}
+
+// ResolvedDataDir returns the data dir, relative paths resolved against the
+// config file's directory.
+func (c *Config) ResolvedDataDir() string {
+	if filepath.IsAbs(c.DataDir) {
+		return c.DataDir
+	}
+	return filepath.Join(filepath.Dir(c.Path), c.DataDir)
+}
+
+// Redacted returns a copy safe to log: every secret replaced.
+func (c Config) Redacted() Config {
+	mask := func(s *string) {
+		if *s != "" {
+			*s = "***"
+		}
+	}
+	mask(&c.JWTSecret)
+	mask(&c.NATS.Password)
+	mask(&c.SMTP.Password)
+	if c.Database.URL != "" {
+		c.Database.URL = redactURL(c.Database.URL)
+	}
+	return c
+}
+
+func redactURL(u string) string {
+	at := strings.LastIndex(u, "@")
+	scheme := strings.Index(u, "://")
+	if at < 0 || scheme < 0 || at < scheme {
+		return u
+	}
+	userinfo := u[scheme+3 : at]
+	if i := strings.Index(userinfo, ":"); i >= 0 {
+		return u[:scheme+3] + userinfo[:i] + ":***" + u[at:]
+	}
+	return u
+}

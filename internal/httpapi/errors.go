@@ -1,0 +1,134 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/lcmproject/lcm/internal/domain"
+)
+
+// errorBody is every error response: {"error": "...", "code": "..."}.
+type errorBody struct {
+	Error   string `json:"error"`
+	Code    string `json:"code,omitempty"`
+	Details any    `json:"details,omitempty"`
+}
+
+func writeError(c *gin.Context, status int, code, msg string) {
+	c.AbortWithStatusJSON(status, errorBody{Error: msg, Code: code})
+}
+
+// respondError is the one place that maps an error to a status and body.
+// Internal errors show a generic text only; the cause goes to the log.
+func (s *Server) respondError(c *gin.Context, err error) {
+	var de *domain.Error
+	status := statusOf(err)
+	if status == http.StatusInternalServerError {
+		s.deps.Log.Error("request failed", "method", c.Request.Method, "path", c.Request.URL.Path, "err", err)
+		writeError(c, status, "internal", "internal server error")
+		return
+	}
+	body := errorBody{Error: err.Error()}
+	if errors.As(err, &de) {
+		body = errorBody{Error: de.Message, Code: de.Code, Details: de.Details}
+	}
+	if status == http.StatusUnauthorized && body.Code == "" {
+		body.Code = "unauthenticated"
+	}
+	c.AbortWithStatusJSON(status, body)
+}
+
+func statusOf(err error) int {
+	switch {
+	case errors.Is(err, domain.ErrInvalid):
+		return http.StatusBadRequest
+	case errors.Is(err, domain.ErrNotFound):
+		return http.StatusNotFound
+	case errors.Is(err, domain.ErrConflict):
+		return http.StatusConflict
+	case errors.Is(err, domain.ErrForbidden):
+		return http.StatusForbidden
+	case errors.Is(err, domain.ErrUnauthenticated):
+		return http.StatusUnauthorized
+	case errors.Is(err, domain.ErrRateLimited):
+		return http.StatusTooManyRequests
+	case errors.Is(err, domain.ErrTooLarge):
+		return http.StatusRequestEntityTooLarge
+	case errors.Is(err, domain.ErrUnavailable):
+		return http.StatusServiceUnavailable
+	default:
+		return http.StatusInternalServerError
+	}
+}
+
+// maxJSONBody bounds ordinary request bodies; endpoints with larger bodies
+// (speech) bind with their own limit.
+const maxJSONBody = 1 << 20
+
+// bindJSON decodes the request body into dst: unknown fields, trailing data,
+// wrong types and oversized bodies are 400/413 with a clear message. It
+// writes the error response itself and reports false.
+func bindJSON(c *gin.Context, dst any) bool { return bindJSONLimit(c, dst, maxJSONBody) }
+
+func bindJSONLimit(c *gin.Context, dst any, limit int64) bool {
+	body := http.MaxBytesReader(c.Writer, c.Request.Body, limit)
+	dec := json.NewDecoder(body)
+	dec.DisallowUnknownFields()
+	err := dec.Decode(dst)
+	if err == nil && dec.More() {
+		err = errors.New("unexpected data after the JSON object")
+	}
+	if err == nil {
+		return true
+	}
+	var maxErr *http.MaxBytesError
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	msg := err.Error()
+	switch {
+	case errors.As(err, &maxErr):
+		writeError(c, http.StatusRequestEntityTooLarge, "body_too_large", fmt.Sprintf("request body larger than %d bytes", limit))
+		return false
+	case errors.Is(err, io.EOF):
+		msg = "request body must be a JSON object"
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		msg = "malformed JSON: unexpected end of body"
+	case errors.As(err, &syn):
+		msg = fmt.Sprintf("malformed JSON at byte %d: %s", syn.Offset, syn.Error())
+	case errors.As(err, &typ):
+		field := typ.Field
+		if field == "" {
+			field = "body"
+		}
+		msg = fmt.Sprintf("field %q must be %s, not %s", field, jsonType(typ.Type.Kind().String()), typ.Value)
+	case strings.HasPrefix(msg, "json: unknown field "):
+		msg = "unknown field " + strings.TrimPrefix(msg, "json: unknown field ")
+	}
+	writeError(c, http.StatusBadRequest, "invalid_request", msg)
+	return false
+}
+
+func jsonType(kind string) string {
+	switch kind {
+	case "string":
+		return "a string"
+	case "bool":
+		return "a boolean"
+	case "slice", "array":
+		return "an array"
+	case "struct", "map":
+		return "an object"
+	case "int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64":
+		return "an integer"
+	case "float32", "float64":
+		return "a number"
+	default:
+		return kind
+	}
+}

@@ -1,0 +1,72 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+)
+
+// healthPingTimeout bounds the DB ping of /health so a hung DB answers 503
+// quickly instead of hanging the probe.
+const healthPingTimeout = 2 * time.Second
+
+func (s *Server) getHealth(c *gin.Context) {
+	ctx, cancel := context.WithTimeout(c.Request.Context(), healthPingTimeout)
+	defer cancel()
+	if err := s.deps.Store.Ping(ctx); err != nil {
+		c.JSON(http.StatusServiceUnavailable, gin.H{"status": "unhealthy"})
+		return
+	}
+	p := principal(c)
+	if p == nil || s.deps.Health == nil {
+		c.JSON(http.StatusOK, gin.H{"status": "ok"})
+		return
+	}
+	d := s.deps.Health.Diagnostics()
+	body := gin.H{
+		"status":          "ok",
+		"fail_streak":     d.FailStreak,
+		"panics_total":    d.PanicsTotal,
+		"panics_recent":   d.PanicsRecent,
+		"watchdog_active": d.WatchdogActive,
+		"uptime_seconds":  d.UptimeSeconds,
+		"database":        string(s.deps.Store.Dialect()),
+	}
+	if s.deps.Bus != nil {
+		body["bus"] = map[bool]string{true: "connected", false: "disconnected"}[s.deps.Bus.Healthy()]
+	}
+	c.JSON(http.StatusOK, body)
+}
+
+func (s *Server) getSystemInfo(c *gin.Context) {
+	i := s.info
+	body := gin.H{"name": "LCM", "version": i.Version, "build": i.Build, "commit": i.Commit, "dirty": i.Dirty}
+	if principal(c) != nil {
+		body["build_time"] = i.BuildTime
+		body["go_version"] = i.GoVersion
+		body["database"] = string(s.deps.Store.Dialect())
+		if s.deps.Bus != nil {
+			body["bus_embedded"] = s.deps.Bus.Embedded()
+		}
+	}
+	c.JSON(http.StatusOK, body)
+}
+
+// noRoute answers unknown API paths with JSON 404 and everything else with
+// the single-page app.
+func (s *Server) noRoute(c *gin.Context) {
+	p := c.Request.URL.Path
+	if isAPIPath(p) || s.deps.Web == nil || (c.Request.Method != http.MethodGet && c.Request.Method != http.MethodHead) {
+		writeError(c, http.StatusNotFound, "not_found", "no such endpoint")
+		return
+	}
+	s.serveWeb(c)
+}
+
+func isAPIPath(p string) bool {
+	return p == "/api" || p == "/v1" || hasPrefix(p, "/api/") || hasPrefix(p, "/v1/")
+}
+
+func hasPrefix(s, p string) bool { return len(s) >= len(p) && s[:len(p)] == p }

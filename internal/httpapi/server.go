@@ -1,0 +1,86 @@
+// Package httpapi is LCM's REST transport: the gin router, the middleware
+// chain, the route table with its permissions, error mapping and the OpenAPI
+// document. Handlers are thin: bind → service (or store for plain reads) →
+// convert → respond. Nothing outside this package imports gin.
+package httpapi
+
+import (
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/netip"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/lcmproject/lcm/internal/bus"
+	"github.com/lcmproject/lcm/internal/health"
+	"github.com/lcmproject/lcm/internal/store"
+	"github.com/lcmproject/lcm/internal/version"
+)
+
+// Deps are the collaborators the HTTP layer calls.
+type Deps struct {
+	Store  *store.Store
+	Bus    *bus.Bus
+	Health *health.Monitor
+	Log    *slog.Logger
+	// AccessLog switches the per-request log; Debug adds query and agent.
+	AccessLog bool
+	Debug     bool
+	// Dev allows plain HTTP (cookies without Secure).
+	Dev bool
+	// ClientAddr is the one function deriving the client address (honours
+	// trust_proxy_header); Allowed is the allowlist (allowed_ips).
+	ClientAddr func(r *http.Request) netip.Addr
+	Allowed    func(netip.Addr) bool
+	// Web is the built single-page app (may be nil).
+	Web fs.FS
+	// Services of the areas; each area's routes file uses its own.
+	Services Services
+}
+
+// Server is the HTTP API: a gin engine plus the route table it was built from.
+type Server struct {
+	deps   Deps
+	engine *gin.Engine
+	routes []Route
+	info   version.Info
+}
+
+// New builds the router with the middleware chain in the documented order:
+// recover → client address + allowlist → access log → security headers →
+// API-key rate limit → authenticate → (per route) 2FA gate → permission.
+func New(d Deps) *Server {
+	gin.SetMode(gin.ReleaseMode)
+	if d.Log == nil {
+		d.Log = slog.Default()
+	}
+	if d.ClientAddr == nil {
+		d.ClientAddr = remoteAddr
+	}
+	s := &Server{deps: d, engine: gin.New(), info: version.Get()}
+	e := s.engine
+	e.HandleMethodNotAllowed = true
+	e.RemoveExtraSlash = false
+	e.Use(s.recoverPanics(), s.clientAddress(), s.accessLog(), securityHeaders(), s.rateLimitAPIKeys(), s.authenticate())
+	s.registerRoutes()
+	e.NoRoute(s.noRoute)
+	e.NoMethod(func(c *gin.Context) {
+		writeError(c, http.StatusMethodNotAllowed, "method_not_allowed", "method not allowed")
+	})
+	return s
+}
+
+// Handler returns the http.Handler to serve.
+func (s *Server) Handler() http.Handler { return s.engine }
+
+// Routes returns the route table (for the OpenAPI check and docs).
+func (s *Server) Routes() []Route { return append([]Route(nil), s.routes...) }
+
+func remoteAddr(r *http.Request) netip.Addr {
+	ap, err := netip.ParseAddrPort(r.RemoteAddr)
+	if err != nil {
+		return netip.Addr{}
+	}
+	return ap.Addr().Unmap()
+}

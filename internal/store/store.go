@@ -1,0 +1,202 @@
+// Package store is LCM's one persistence layer: GORM over embedded SQLite
+// (default) or PostgreSQL, versioned migrations, encrypted columns and the
+// master-key binding. Services call store methods; nothing outside this
+// package imports gorm.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/glebarez/sqlite"
+	"gorm.io/driver/postgres"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/lcmproject/lcm/internal/domain"
+	"github.com/lcmproject/lcm/internal/secret"
+)
+
+// SQLiteFileName is the embedded database in the data dir.
+const SQLiteFileName = "lcm.db"
+
+// sqliteBusyTimeout lets concurrent writers wait for the single SQLite writer
+// lock instead of failing with SQLITE_BUSY.
+const sqliteBusyTimeout = 10 * time.Second
+
+// Dialect names the database family.
+type Dialect string
+
+// Supported dialects.
+const (
+	SQLite   Dialect = "sqlite"
+	Postgres Dialect = "postgres"
+)
+
+// Store is the handle every area's store methods hang off.
+type Store struct {
+	db      *gorm.DB
+	kr      *secret.Keyring
+	dialect Dialect
+	log     *slog.Logger
+}
+
+// Options selects and tunes the database.
+type Options struct {
+	// URL is a postgres:// URL; empty means SQLite in DataDir.
+	URL     string
+	DataDir string
+	Logger  *slog.Logger
+}
+
+// Open connects to the database. It does not migrate; call Migrate.
+func Open(ctx context.Context, o Options) (*Store, error) {
+	log := o.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	gcfg := &gorm.Config{
+		// Never let GORM log SQL: statements can carry secrets.
+		Logger:                                   logger.Discard,
+		DisableForeignKeyConstraintWhenMigrating: false,
+		TranslateError:                           true,
+		NowFunc:                                  func() time.Time { return time.Now().UTC() },
+	}
+	var (
+		db      *gorm.DB
+		err     error
+		dialect Dialect
+	)
+	if o.URL != "" {
+		dialect = Postgres
+		db, err = gorm.Open(postgres.Open(o.URL), gcfg)
+	} else {
+		dialect = SQLite
+		if err := checkWritableDir(o.DataDir); err != nil {
+			return nil, err
+		}
+		path := filepath.Join(o.DataDir, SQLiteFileName)
+		dsn := fmt.Sprintf("file:%s?_pragma=busy_timeout(%d)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_txlock=immediate",
+			path, sqliteBusyTimeout.Milliseconds())
+		db, err = gorm.Open(sqlite.Open(dsn), gcfg)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", dialect, err)
+	}
+	sqlDB, err := db.DB()
+	if err != nil {
+		return nil, err
+	}
+	if dialect == Postgres {
+		sqlDB.SetMaxOpenConns(32)
+		sqlDB.SetMaxIdleConns(8)
+		sqlDB.SetConnMaxIdleTime(5 * time.Minute)
+	} else {
+		// One writer at a time is SQLite's nature; a small pool of
+		// connections still lets WAL readers run beside the writer.
+		sqlDB.SetMaxOpenConns(8)
+		sqlDB.SetMaxIdleConns(8)
+	}
+	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := sqlDB.PingContext(pingCtx); err != nil {
+		sqlDB.Close()
+		return nil, fmt.Errorf("store: connect to %s: %w", dialect, err)
+	}
+	if dialect == SQLite {
+		// Verify the pragmas took effect rather than trusting the DSN.
+		var mode string
+		if err := sqlDB.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil || !strings.EqualFold(mode, "wal") {
+			sqlDB.Close()
+			return nil, fmt.Errorf("store: SQLite WAL mode not active (got %q): %v", mode, err)
+		}
+	}
+	return &Store{db: db, dialect: dialect, log: log}, nil
+}
+
+func checkWritableDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("store: data dir %s cannot be created: %w", dir, err)
+	}
+	f, err := os.CreateTemp(dir, ".writetest-*")
+	if err != nil {
+		return fmt.Errorf("store: data dir %s is not writable: %w", dir, err)
+	}
+	name := f.Name()
+	f.Close()
+	return os.Remove(name)
+}
+
+// Dialect reports the database family.
+func (s *Store) Dialect() Dialect { return s.dialect }
+
+// Keyring returns the master keyring bound to this database.
+func (s *Store) Keyring() *secret.Keyring { return s.kr }
+
+// SetKeyring attaches the master keyring (after ResolveMasterKey).
+func (s *Store) SetKeyring(k *secret.Keyring) { s.kr = k }
+
+// conn returns a session bound to ctx with the keyring attached, so the
+// "secret" serializer can encrypt and decrypt.
+func (s *Store) conn(ctx context.Context) *gorm.DB {
+	if s.kr != nil {
+		ctx = secret.WithKeyring(ctx, s.kr)
+	}
+	return s.db.WithContext(ctx)
+}
+
+// InTx runs fn in one transaction; fn's store is bound to the transaction.
+// An error or panic in fn rolls everything back.
+func (s *Store) InTx(ctx context.Context, fn func(tx *Store) error) error {
+	return s.conn(ctx).Transaction(func(gtx *gorm.DB) error {
+		return fn(&Store{db: gtx, kr: s.kr, dialect: s.dialect, log: s.log})
+	})
+}
+
+// Ping checks the database connection (health).
+func (s *Store) Ping(ctx context.Context) error {
+	sqlDB, err := s.db.DB()
+	if err != nil {
+		return err
+	}
+	return sqlDB.PingContext(ctx)
+}
+
+// SQL returns the underlying *sql.DB (for benchmarks and low-level tools).
+func (s *Store) SQL() (*sql.DB, error) { return s.db.DB() }
+
+// Close closes the database.
+func (s *Store) Close() error {
+	sqlDB, err := s.db.DB()
+	if err != nil {
+		return err
+	}
+	if s.dialect == SQLite {
+		// Fold the WAL back into the main file so a copied lcm.db is complete.
+		_, _ = sqlDB.Exec("PRAGMA wal_checkpoint(TRUNCATE)")
+	}
+	return sqlDB.Close()
+}
+
+// mapErr turns GORM errors into domain categories.
+func mapErr(err error, what string) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, gorm.ErrRecordNotFound):
+		return domain.NotFound(what)
+	case errors.Is(err, gorm.ErrDuplicatedKey):
+		return domain.Conflict("duplicate", what+" already exists")
+	case errors.Is(err, gorm.ErrForeignKeyViolated):
+		return domain.Conflict("in_use", what+" is referenced by other data")
+	default:
+		return fmt.Errorf("store: %s: %w", what, err)
+	}
+}
