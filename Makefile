@@ -1,0 +1,55 @@
+# LCM build and test entry points. The README's two commands are
+# `make run` (all-in-one) and `make test` (the whole suite).
+
+SHELL := bash
+GO ?= go
+VERSION := $(shell cat VERSION)
+BUILD_NUMBER ?= $(shell git rev-list --count HEAD 2>/dev/null || echo 0)
+COMMIT := $(shell git rev-parse --short=7 HEAD 2>/dev/null || echo unknown)$(shell test -n "$$(git status --porcelain 2>/dev/null)" && echo -dirty)
+BUILD_TIME := $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+PKG := github.com/lcmproject/lcm/internal/version
+LDFLAGS := -s -w -X $(PKG).semver=$(VERSION) -X $(PKG).build=$(BUILD_NUMBER) -X $(PKG).commit=$(COMMIT) -X $(PKG).buildTime=$(BUILD_TIME)
+BINARIES := api worker scanner agentgw agent fleetsim
+RUN_ARGS ?=
+
+.PHONY: all build web run test test-go test-web bench testhosts-up testhosts-down lint clean
+
+all: build
+
+web/node_modules: web/package.json web/package-lock.json
+	cd web && npm ci --no-audit --no-fund
+	touch web/node_modules
+
+web: web/node_modules
+	cd web && npm run build
+
+build: $(if $(wildcard web/package.json),web)
+	@mkdir -p bin
+	for b in $(BINARIES); do \
+	  if [ -d cmd/$$b ]; then CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/lcm-$$b ./cmd/$$b || exit 1; fi; \
+	done
+
+# All-in-one: embedded NATS, embedded SQLite, config.json and data/ in bin/.
+run: build
+	./bin/lcm-api $(RUN_ARGS)
+
+# The whole suite: Go tests (SQLite and PostgreSQL, real NATS, real test
+# hosts) and the browser tests. scripts/test.sh prepares what they need.
+test:
+	bash scripts/test.sh
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime 3x ./...
+
+testhosts-up:
+	bash deploy/testhosts/testhosts.sh up 3
+
+testhosts-down:
+	bash deploy/testhosts/testhosts.sh down
+
+lint:
+	test -z "$$(gofmt -l $$(git ls-files '*.go'))"
+	$(GO) vet ./...
+
+clean:
+	rm -rf bin web/dist/assets web/dist/index.html

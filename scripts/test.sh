@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# The whole LCM test suite on a fresh Debian machine: installs what the tests
+# need (as root), brings up the Debian test hosts, builds the binaries with
+# release metadata, runs the Go tests against SQLite and PostgreSQL, real
+# NATS, real sshd, and the browser tests in Debian's chromium.
+#
+# Environment: CI=true makes every missing dependency a failure (never a skip).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+
+log() { printf '\n=== %s ===\n' "$*"; }
+
+# Debian packages the tests use: sshd for test hosts, debootstrap to build
+# them, ffmpeg/espeak-ng/pocketsphinx for speech, dig/named-checkzone for
+# DNS, an SMTP sink, chromium for the UI, ansible for the comparison bench.
+packages=(openssh-server openssh-client sudo debootstrap debian-archive-keyring util-linux iproute2 procps
+  ffmpeg espeak-ng pocketsphinx pocketsphinx-en-us dnsutils bind9-utils python3-aiosmtpd chromium ansible)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  log "installing ${missing[*]}"
+  if [[ $(id -u) -ne 0 ]]; then
+    echo "need root to apt-get install: ${missing[*]}" >&2
+    exit 1
+  fi
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+# The machine's own sshd must not take 0.0.0.0:22 from the test hosts.
+if pgrep -x sshd >/dev/null && ss -ltn | grep -qE '(0\.0\.0\.0|\*):22 '; then
+  log "stopping the machine's sshd (it listens on 0.0.0.0:22, which the test hosts need)"
+  pkill -x sshd || true
+fi
+
+log "Debian test hosts"
+bash deploy/testhosts/testhosts.sh up 3
+eval "$(bash deploy/testhosts/testhosts.sh env)"
+
+log "build"
+make -s build
+export LCM_API_BIN="$root/bin/lcm-api"
+
+export LCM_TEST_POSTGRES_URL=${LCM_TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable}
+export LCM_TEST_NATS_URL=${LCM_TEST_NATS_URL:-nats://127.0.0.1:4222}
+
+log "go vet + gofmt"
+unformatted=$(gofmt -l $(git ls-files '*.go'))
+if [[ -n $unformatted ]]; then echo "gofmt needed: $unformatted" >&2; exit 1; fi
+go vet ./...
+
+log "go test"
+# -p 2: the machine has 2 cores; the e2e tests start real processes.
+go test -p 2 -count=1 -timeout 20m ./... 2>&1 | tee /tmp/lcm-go-test.log
+status=${PIPESTATUS[0]}
+if [[ $status -ne 0 ]]; then exit "$status"; fi
+
+if [[ -f web/package.json ]]; then
+  log "browser tests"
+  (cd web && npm run test:e2e)
+fi
