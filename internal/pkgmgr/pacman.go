@@ -1,0 +1,143 @@
+package pkgmgr
+
+import "strings"
+
+// Pacman manages Arch Linux and derivatives. Arch supports only full-system
+// upgrades, so LCM never installs or upgrades single packages there.
+type Pacman struct{}
+
+// pacman is the privileged, non-interactive pacman invocation.
+const pacman = sudo + "pacman --noconfirm "
+
+// Family returns FamilyPacman.
+func (Pacman) Family() Family { return FamilyPacman }
+
+// Name returns "pacman".
+func (Pacman) Name() string { return "pacman" }
+
+// ListInstalled lists "name version" pairs (pacman -Q has no architecture).
+func (Pacman) ListInstalled() string { return "pacman -Q" }
+
+// ParseInstalled parses ListInstalled output.
+func (Pacman) ParseInstalled(out []byte) ([]Package, error) { return ParsePacmanQ(out) }
+
+// ListUpgradable uses checkupdates (pacman-contrib) when present: it syncs a
+// private copy of the database, so listing never half-syncs the system.
+// Its exit 2 means "no updates". Without it, pacman -Qu reads the system
+// database as of the last RefreshLists.
+func (Pacman) ListUpgradable() string {
+	return shScript(
+		`if command -v checkupdates >/dev/null 2>&1; then checkupdates; rc=$?; [ "$rc" -eq 2 ] && exit 0; exit "$rc"; fi`,
+		`pacman -Qu; rc=$?; [ "$rc" -eq 1 ] && exit 0; exit "$rc"`,
+	)
+}
+
+// ParseUpgradable parses ListUpgradable output.
+func (Pacman) ParseUpgradable(out []byte) ([]Upgradable, error) { return ParsePacmanQu(out) }
+
+// RefreshLists syncs the package databases. Safe only because LCM follows
+// it with full upgrades, never single-package installs (partial upgrades).
+func (Pacman) RefreshLists() string { return pacman + "-Sy" }
+
+// UpgradeAll syncs and upgrades the whole system.
+func (Pacman) UpgradeAll() string { return pacman + "-Syu" }
+
+// UpgradeSecurity has no pacman equivalent.
+func (Pacman) UpgradeSecurity() (string, error) {
+	return "", noSecurityChannel(FamilyPacman,
+		"pacman has no security channel: Arch is rolling and ships fixes as regular updates; use upgrade-all (arch-audit lists affected packages)")
+}
+
+// Update is unsupported: upgrading single packages is a partial upgrade,
+// which Arch does not support.
+func (Pacman) Update(names ...string) (string, error) {
+	if err := validateNames(FamilyPacman, pacmanName, names); err != nil {
+		return "", err
+	}
+	return "", unsupported(FamilyPacman, "update",
+		"Arch does not support partial upgrades: use upgrade-all")
+}
+
+// Remove removes the named packages and their now-unneeded dependencies.
+func (Pacman) Remove(names ...string) (string, error) {
+	if err := validateNames(FamilyPacman, pacmanName, names); err != nil {
+		return "", err
+	}
+	return pacman + "-Rs " + QuoteAll(names), nil
+}
+
+// Autoremove removes orphans (installed as dependencies, now unneeded).
+// pacman -Qdtq exits 1 when there are none.
+func (Pacman) Autoremove() (string, error) {
+	return shScript(
+		`orphans=$(pacman -Qdtq)`,
+		`if [ -z "$orphans" ]; then echo "lcm: no orphans"; exit 0; fi`,
+		`printf '%s\n' "$orphans" | `+pacman+"-Rns -",
+	), nil
+}
+
+// KernelCleanup is not needed: pacman replaces a kernel package in place.
+func (Pacman) KernelCleanup() (string, error) {
+	return "", unsupported(FamilyPacman, "kernel-cleanup",
+		"not needed: pacman keeps one version per kernel package and replaces it on upgrade")
+}
+
+// Hold is unsupported from the command line: pacman reads holds from
+// IgnorePkg in /etc/pacman.conf.
+func (Pacman) Hold(names ...string) (string, error) {
+	if err := validateNames(FamilyPacman, pacmanName, names); err != nil {
+		return "", err
+	}
+	return "", unsupported(FamilyPacman, "hold",
+		"pacman has no hold command: add the package to IgnorePkg in /etc/pacman.conf")
+}
+
+// Unhold is unsupported for the same reason as Hold.
+func (Pacman) Unhold(names ...string) (string, error) {
+	if err := validateNames(FamilyPacman, pacmanName, names); err != nil {
+		return "", err
+	}
+	return "", unsupported(FamilyPacman, "unhold",
+		"pacman has no hold command: remove the package from IgnorePkg in /etc/pacman.conf")
+}
+
+// Compare orders pacman versions ([epoch:]version-rel), which use rpm's
+// algorithm (libalpm vercmp).
+func (Pacman) Compare(a, b string) int { return CompareRPM(a, b) }
+
+var _ Manager = Pacman{}
+
+// ParsePacmanQ parses "pacman -Q": "name version" per line.
+func ParsePacmanQ(out []byte) ([]Package, error) {
+	bad := lineErrs{parser: "pacman -Q"}
+	pkgs := make([]Package, 0, len(out)/30)
+	eachLine(out, func(line string) {
+		f := strings.Fields(line)
+		if len(f) != 2 {
+			bad.add(line)
+			return
+		}
+		pkgs = append(pkgs, Package{Name: f[0], Version: f[1], Manager: "pacman"})
+	})
+	return pkgs, bad.err()
+}
+
+// ParsePacmanQu parses "pacman -Qu" and checkupdates output:
+// "name old -> new", with " [ignored]" for IgnorePkg entries (skipped: they
+// will not be upgraded).
+func ParsePacmanQu(out []byte) ([]Upgradable, error) {
+	bad := lineErrs{parser: "pacman -Qu"}
+	var ups []Upgradable
+	eachLine(out, func(line string) {
+		f := strings.Fields(line)
+		if len(f) == 5 && f[4] == "[ignored]" {
+			return
+		}
+		if len(f) != 4 || f[2] != "->" {
+			bad.add(line)
+			return
+		}
+		ups = append(ups, Upgradable{Name: f[0], Current: f[1], Candidate: f[3]})
+	})
+	return ups, bad.err()
+}
