@@ -316,3 +316,6 @@ func Lines(s string) []string {
 
 // Signal sends a signal to the process.
 func (a *API) Signal(sig os.Signal) error { return a.cmd.Process.Signal(sig) }
+
+// PID returns the process id.
+func (a *API) PID() int { return a.cmd.Process.Pid }
