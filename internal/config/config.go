@@ -295,7 +295,8 @@ func (c *Config) ApplyEnv(getenv func(string) string) error {
 		"LCM_MCP_HOST": &c.MCPHost, "LCM_DATA_DIR": &c.DataDir, "LCM_DATABASE_URL": &c.Database.URL,
 		"LCM_NATS_URL": &c.NATS.URL, "LCM_NATS_LISTEN": &c.NATS.Listen, "LCM_NATS_USER": &c.NATS.User,
 		"LCM_NATS_PASSWORD": &c.NATS.Password, "LCM_DNS_LISTEN": &c.DNS.Listen,
-		"LCM_SMTP_HOST": &c.SMTP.Host, "LCM_SMTP_FROM": &c.SMTP.From,
+		"LCM_SMTP_HOST": &c.SMTP.Host, "LCM_SMTP_FROM": &c.SMTP.From, "LCM_SMTP_USERNAME": &c.SMTP.Username,
+		"LCM_SMTP_PASSWORD": &c.SMTP.Password,
 	}
 	ints := map[string]*int{
 		"LCM_PORT": &c.Port, "LCM_AGENT_PORT": &c.AgentPort, "LCM_MCP_PORT": &c.MCPPort,
@@ -306,6 +307,26 @@ func (c *Config) ApplyEnv(getenv func(string) string) error {
 	for k, p := range str {
 		if v := getenv(k); v != "" {
 			*p = v
+		}
+	}
+	// Secrets may come from files (container secrets): LCM_<KEY>_FILE.
+	for _, k := range []string{"LCM_JWT_SECRET", "LCM_DATABASE_URL", "LCM_NATS_PASSWORD", "LCM_SMTP_PASSWORD"} {
+		if f := getenv(k + "_FILE"); f != "" {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				return fmt.Errorf("environment %s_FILE: %w", k, err)
+			}
+			v := strings.TrimSpace(string(b))
+			switch k {
+			case "LCM_JWT_SECRET":
+				c.JWTSecret = v
+			case "LCM_DATABASE_URL":
+				c.Database.URL = v
+			case "LCM_NATS_PASSWORD":
+				c.NATS.Password = v
+			case "LCM_SMTP_PASSWORD":
+				c.SMTP.Password = v
+			}
 		}
 	}
 	for k, p := range ints {

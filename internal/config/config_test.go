@@ -101,6 +101,12 @@ func TestApplyEnv(t *testing.T) {
 	if got := cfg.Redacted().Database.URL; got != "postgres://u:***@h/db" {
 		t.Fatalf("redacted url %q", got)
 	}
+	secretFile := filepath.Join(t.TempDir(), "secret")
+	os.WriteFile(secretFile, []byte(strings.Repeat("f", 40)+"\n"), 0o600)
+	env = map[string]string{"LCM_JWT_SECRET_FILE": secretFile}
+	if err := cfg.ApplyEnv(func(k string) string { return env[k] }); err != nil || cfg.JWTSecret != strings.Repeat("f", 40) {
+		t.Fatalf("_FILE not applied: %v", err)
+	}
 	env = map[string]string{"LCM_PORT": "x"}
 	if err := cfg.ApplyEnv(func(k string) string { return env[k] }); err == nil || !strings.Contains(err.Error(), "LCM_PORT") {
 		t.Fatalf("want error naming LCM_PORT, got %v", err)
