@@ -1,0 +1,60 @@
+// Command lcm-agent runs on a managed server behind NAT: it enrolls once
+// with a one-time token, pins the gateway's TLS certificate, and then keeps
+// an outbound MQTT-over-WebSocket connection to the agent gateway, running
+// the commands it receives with `sh -c`.
+//
+// Usage:
+//
+//	lcm-agent enroll [-config /etc/lcm-agent/agent.json] [-force] <token>
+//	lcm-agent run [-config /etc/lcm-agent/agent.json] [-debug]
+//	lcm-agent -version
+//
+// It never links server code (gin, gorm, nats, mochi): see deps_test.go.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/lcmproject/lcm/internal/version"
+)
+
+const name = "lcm-agent"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, name+":", err)
+		os.Exit(1)
+	}
+}
+
+const usage = `usage:
+  lcm-agent enroll [-config path] [-force] <token>   enroll this host (once)
+  lcm-agent run [-config path] [-debug]              connect and execute commands
+  lcm-agent -version                                 print the version`
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return fmt.Errorf("no command\n%s", usage)
+	}
+	switch args[0] {
+	case "-version", "--version", "version":
+		fmt.Fprintln(stdout, version.Get().String(name))
+		return nil
+	case "enroll":
+		return runEnroll(ctx, args[1:], stdout, stderr)
+	case "run":
+		return runAgent(ctx, args[1:], stderr)
+	case "-h", "-help", "--help", "help":
+		fmt.Fprintln(stdout, usage)
+		return nil
+	}
+	return fmt.Errorf("unknown command %q\n%s", args[0], usage)
+}

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/lcmproject/lcm/internal/agentgw"
+	"github.com/lcmproject/lcm/internal/bus"
+	"github.com/lcmproject/lcm/internal/version"
+	"github.com/lcmproject/lcm/pkg/agentproto"
+)
+
+const name = "lcm-agentgw"
+
+// shutdownTimeout bounds the graceful stop: agents are disconnected, then
+// HTTP drained, then NATS.
+const shutdownTimeout = 9 * time.Second
+
+type options struct {
+	listen, certFile, keyFile string
+	natsURL, natsUser         string
+	natsPasswordFile          string
+	debug, version            bool
+}
+
+func parseFlags(args []string, stderr io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.listen, "listen", "0.0.0.0:9320", "address of the agent listener")
+	fs.StringVar(&o.certFile, "tls-cert", "", "TLS certificate (PEM) the agents pin")
+	fs.StringVar(&o.keyFile, "tls-key", "", "TLS private key (PEM)")
+	fs.StringVar(&o.natsURL, "nats-url", "", "URL of the NATS JetStream cluster, e.g. nats://nats:4222")
+	fs.StringVar(&o.natsUser, "nats-user", "", "NATS user")
+	fs.StringVar(&o.natsPasswordFile, "nats-password-file", "", "file holding the NATS password (or set LCM_NATS_PASSWORD)")
+	fs.BoolVar(&o.debug, "debug", false, "log at debug level")
+	fs.BoolVar(&o.version, "version", false, "print the version and exit")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	return o, nil
+}
+
+func (o options) validate() error {
+	var problems []string
+	if o.certFile == "" || o.keyFile == "" {
+		problems = append(problems, "-tls-cert and -tls-key are required (agents only talk TLS)")
+	}
+	if o.natsURL == "" {
+		problems = append(problems, "-nats-url is required (a standalone gateway bridges into an external NATS)")
+	}
+	if len(problems) > 0 {
+		return errors.New(strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	o, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	if o.version {
+		fmt.Fprintln(stdout, version.Get().String(name))
+		return nil
+	}
+	if err := o.validate(); err != nil {
+		return err
+	}
+	level := slog.LevelInfo
+	if o.debug {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	pair, err := tls.LoadX509KeyPair(o.certFile, o.keyFile)
+	if err != nil {
+		return fmt.Errorf("TLS certificate: %w", err)
+	}
+	password := os.Getenv("LCM_NATS_PASSWORD")
+	if o.natsPasswordFile != "" {
+		b, err := os.ReadFile(o.natsPasswordFile)
+		if err != nil {
+			return fmt.Errorf("NATS password file: %w", err)
+		}
+		password = strings.TrimSpace(string(b))
+	}
+	ln, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		return fmt.Errorf("agent listener on %s: %w", o.listen, err)
+	}
+	b, err := bus.Open(ctx, bus.Options{URL: o.natsURL, User: o.natsUser, Password: password, Name: name, Logger: log})
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer b.Close()
+	creds, err := b.AgentCredentials(ctx)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	gw, err := agentgw.New(agentgw.Options{Bus: b, Credentials: creds, Logger: log})
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer gw.Close()
+	srv := &http.Server{
+		Handler:           gw.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		// No WriteTimeout: agent WebSockets stay open for days.
+		IdleTimeout: 2 * time.Minute,
+		TLSConfig:   &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12},
+		ErrorLog:    slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.ServeTLS(ln, "", "") }()
+	log.Info("lcm-agentgw started", "version", version.Get().String(name), "listen", ln.Addr().String(),
+		"tls_sha256", agentproto.FingerprintSHA256(pair.Certificate[0]))
+	select {
+	case <-ctx.Done():
+	case err := <-served:
+		return fmt.Errorf("agent listener: %w", err)
+	}
+	log.Info("lcm-agentgw stopping")
+	_ = gw.Close() // disconnects agents (hijacked connections Shutdown does not see)
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		srv.Close()
+	}
+	return nil
+}

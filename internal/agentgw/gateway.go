@@ -1,0 +1,192 @@
+package agentgw
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	mqtt "github.com/mochi-mqtt/server/v2"
+	"github.com/mochi-mqtt/server/v2/packets"
+
+	"github.com/lcmproject/lcm/internal/bus"
+	"github.com/lcmproject/lcm/pkg/agentproto"
+)
+
+// Messenger is the NATS side of the gateway and the Executor
+// (*bus.Bus satisfies it).
+type Messenger interface {
+	PublishAgent(agentID, channel string, data []byte) error
+	SubscribeAgent(agentID, channel string, fn func(data []byte)) (func() error, error)
+	SubscribeAgents(channel string, fn func(agentID string, data []byte)) (func() error, error)
+}
+
+// RevalidateInterval is how often the gateway re-reads the records of
+// connected agents and disconnects those revoked, deleted or re-enrolled.
+// Why one minute: revocation takes effect quickly without a KV watch per
+// agent; the cost is one KV read per connected agent per minute.
+const RevalidateInterval = time.Minute
+
+// Options configure a Gateway.
+type Options struct {
+	Bus         Messenger
+	Credentials CredentialStore
+	Logger      *slog.Logger
+	// RevalidateInterval overrides RevalidateInterval (tests).
+	RevalidateInterval time.Duration
+}
+
+// Gateway is a running agent gateway. Serve Handler() on the agent
+// listener; Close ends every agent connection.
+type Gateway struct {
+	srv       *mqtt.Server
+	ln        *wsListener
+	hook      *hook
+	log       *slog.Logger
+	unsub     func() error
+	stop      context.CancelFunc
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+// New starts the embedded broker and the NATS → agent bridge.
+func New(o Options) (*Gateway, error) {
+	if o.Bus == nil || o.Credentials == nil {
+		return nil, errors.New("agentgw: Bus and Credentials are required")
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	log = log.With("component", "agentgw")
+	caps := mqtt.NewDefaultServerCapabilities()
+	caps.MaximumPacketSize = agentproto.MaxMessageBytes
+	caps.MaximumQos = 1                   // the protocol uses QoS 1 only
+	caps.RetainAvailable = 0              // nothing an agent sends is retained
+	caps.WildcardSubAvailable = 0         // an agent subscribes to exactly its cmd topic
+	caps.SharedSubAvailable = 0           //
+	caps.MinimumProtocolVersion = 5       // lcm-agent speaks MQTT 5 (user properties at enrollment)
+	caps.MaximumSessionExpiryInterval = 0 // no state kept for disconnected agents
+	srv := mqtt.New(&mqtt.Options{
+		InlineClient: true,
+		Capabilities: caps,
+		Logger:       log,
+		// $SYS topics are unreachable for agents (ACL); publish them rarely.
+		SysTopicResendInterval: 3600,
+	})
+	g := &Gateway{srv: srv, ln: newWSListener(log), log: log, done: make(chan struct{}),
+		hook: &hook{creds: o.Credentials, bus: o.Bus, log: log}}
+	if err := srv.AddHook(g.hook, nil); err != nil {
+		return nil, fmt.Errorf("agentgw: %w", err)
+	}
+	if err := srv.AddListener(g.ln); err != nil {
+		return nil, fmt.Errorf("agentgw: %w", err)
+	}
+	if err := srv.Serve(); err != nil {
+		return nil, fmt.Errorf("agentgw: %w", err)
+	}
+	g.ln.setEstablish(srv.EstablishConnection)
+	unsub, err := o.Bus.SubscribeAgents(string(agentproto.ChannelCmd), g.toAgent)
+	if err != nil {
+		_ = srv.Close()
+		return nil, err
+	}
+	g.unsub = unsub
+	interval := o.RevalidateInterval
+	if interval <= 0 {
+		interval = RevalidateInterval
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	g.stop = cancel
+	go g.revalidate(ctx, interval)
+	return g, nil
+}
+
+// toAgent publishes a command envelope from NATS to the agent's cmd topic.
+// Agents not connected here are no one's subscribers: the message is
+// dropped, and the Executor notices the missing Accepted.
+func (g *Gateway) toAgent(agentID string, data []byte) {
+	if !agentproto.ValidAgentID(agentID) {
+		return
+	}
+	if err := g.srv.Publish(agentproto.Topic(agentID, agentproto.ChannelCmd), data, false, 1); err != nil {
+		g.log.Warn("command not published to agent", "agent_id", agentID, "err", err)
+	}
+}
+
+// Handler serves /mqtt (WebSocket upgrade) and answers everything else on
+// the agent listener with a JSON 404.
+func (g *Gateway) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/mqtt", g.ln)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeJSONError(w, http.StatusNotFound, "the agent listener serves only /mqtt", "not_found")
+	})
+	return mux
+}
+
+// revalidate disconnects connected agents whose record no longer admits
+// them. Unlike CONNECT it keeps a connection on a transient bus error: a
+// NATS hiccup must not drop the whole fleet, and a definite answer
+// (unknown, revoked, other secret) still disconnects at the next round.
+func (g *Gateway) revalidate(ctx context.Context, every time.Duration) {
+	defer close(g.done)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for _, cl := range g.srv.Clients.GetAll() {
+			if cl.Net.Inline || cl.Closed() {
+				continue
+			}
+			v, ok := g.hook.sessions.Load(cl.ID)
+			hash, _ := v.(string)
+			var err error
+			if !ok {
+				err = ErrUnknownAgent
+			} else {
+				cctx, cancel := context.WithTimeout(ctx, authTimeout)
+				err = stillValid(cctx, g.hook.creds, cl.ID, hash)
+				cancel()
+			}
+			if err == nil {
+				continue
+			}
+			if errors.Is(err, ErrUnknownAgent) || errors.Is(err, ErrRevoked) || errors.Is(err, ErrBadSecret) {
+				g.log.Warn("agent disconnected: credentials no longer valid", "agent_id", cl.ID, "err", err)
+				_ = g.srv.DisconnectClient(cl, packets.ErrNotAuthorized)
+				continue
+			}
+			g.log.Warn("agent revalidation skipped", "agent_id", cl.ID, "err", err)
+		}
+	}
+}
+
+// Close stops the bridge and ends every agent connection.
+func (g *Gateway) Close() error {
+	g.closeOnce.Do(func() {
+		g.stop()
+		<-g.done
+		if g.unsub != nil {
+			_ = g.unsub()
+		}
+		for _, cl := range g.srv.Clients.GetAll() {
+			if !cl.Net.Inline {
+				_ = g.srv.DisconnectClient(cl, packets.ErrServerShuttingDown)
+			}
+		}
+		g.ln.shutdown()
+		_ = g.srv.Close()
+	})
+	return nil
+}
+
+var _ Messenger = (*bus.Bus)(nil)
+var _ CredentialStore = (*bus.AgentCredentials)(nil)
