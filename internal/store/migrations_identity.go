@@ -24,6 +24,9 @@ type userRow struct {
 	CreatedAt    time.Time
 	UpdatedAt    time.Time
 	LastLoginAt  *time.Time
+	// SessionsValidAfter (Unix seconds) ends every session token issued
+	// before it: logout, password change and deactivation set it.
+	SessionsValidAfter int64 `gorm:"column:sessions_valid_after;not null;default:0"`
 }
 
 func (userRow) TableName() string { return "users" }
@@ -44,8 +47,8 @@ type permissionRow struct {
 func (permissionRow) TableName() string { return "permissions" }
 
 type rolePermissionRow struct {
-	RoleID         string `gorm:"primaryKey;size:36"`
-	PermissionCode string `gorm:"primaryKey;size:64"`
+	RoleID         string        `gorm:"primaryKey;size:36"`
+	PermissionCode string        `gorm:"primaryKey;size:64"`
 	Role           roleRow       `gorm:"foreignKey:RoleID;constraint:OnDelete:CASCADE"`
 	Permission     permissionRow `gorm:"foreignKey:PermissionCode;constraint:OnDelete:CASCADE"`
 }
@@ -64,6 +67,23 @@ func (userRoleRow) TableName() string { return "user_roles" }
 var identityMigrations = []Migration{
 	{ID: "identity/001_users_roles", Up: func(tx *gorm.DB) error {
 		return tx.AutoMigrate(&userRow{}, &roleRow{}, &permissionRow{}, &rolePermissionRow{}, &userRoleRow{})
+	}},
+	{ID: "identity/002_api_keys", Up: func(tx *gorm.DB) error {
+		return tx.AutoMigrate(&apiKeyRow{})
+	}},
+	{ID: "identity/003_audit", Up: func(tx *gorm.DB) error {
+		return tx.AutoMigrate(&auditRow{})
+	}},
+	{ID: "identity/004_auth_tokens", Up: func(tx *gorm.DB) error {
+		return tx.AutoMigrate(&authTokenRow{})
+	}},
+	{ID: "identity/005_user_sessions_valid_after", Up: func(tx *gorm.DB) error {
+		// 001 creates the column on a fresh database already (it migrates
+		// the current model); only older databases need it added.
+		if tx.Migrator().HasColumn(&userRow{}, "SessionsValidAfter") {
+			return nil
+		}
+		return tx.Migrator().AddColumn(&userRow{}, "SessionsValidAfter")
 	}},
 }
 

@@ -1,0 +1,177 @@
+package testutil
+
+import (
+	"bufio"
+	"encoding/base64"
+	"io"
+	"mime/quotedprintable"
+	"net"
+	"net/mail"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Mail is one message received by an SMTPSink.
+type Mail struct {
+	From string
+	To   []string
+	Data string
+}
+
+// SMTPSink is a minimal real SMTP server (RFC 5321 without extensions) on
+// 127.0.0.1 that records every message, for tests that follow links in
+// e-mails. It closes when the test ends.
+type SMTPSink struct {
+	Addr string
+	Port int
+	ln   net.Listener
+	mu   sync.Mutex
+	msgs []Mail
+}
+
+// StartSMTPSink starts a sink on a free port.
+func StartSMTPSink(t testing.TB) *SMTPSink {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &SMTPSink{ln: ln, Addr: ln.Addr().String(), Port: ln.Addr().(*net.TCPAddr).Port}
+	go s.serve()
+	t.Cleanup(func() { ln.Close() })
+	return s
+}
+
+func (s *SMTPSink) serve() {
+	for {
+		c, err := s.ln.Accept()
+		if err != nil {
+			return
+		}
+		go s.session(c)
+	}
+}
+
+func (s *SMTPSink) session(c net.Conn) {
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(30 * time.Second))
+	r := bufio.NewReader(c)
+	w := bufio.NewWriter(c)
+	reply := func(line string) { w.WriteString(line + "\r\n"); w.Flush() }
+	reply("220 lcm-test-sink ESMTP")
+	var cur Mail
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			return
+		}
+		line = strings.TrimRight(line, "\r\n")
+		cmd := strings.ToUpper(line)
+		switch {
+		case strings.HasPrefix(cmd, "EHLO"):
+			w.WriteString("250-lcm-test-sink\r\n250-8BITMIME\r\n250 SMTPUTF8\r\n")
+			w.Flush()
+		case strings.HasPrefix(cmd, "HELO"):
+			reply("250 lcm-test-sink")
+		case strings.HasPrefix(cmd, "MAIL FROM:"):
+			cur = Mail{From: addr(line[10:])}
+			reply("250 OK")
+		case strings.HasPrefix(cmd, "RCPT TO:"):
+			cur.To = append(cur.To, addr(line[8:]))
+			reply("250 OK")
+		case cmd == "DATA":
+			reply("354 end with <CRLF>.<CRLF>")
+			var b strings.Builder
+			for {
+				l, err := r.ReadString('\n')
+				if err != nil {
+					return
+				}
+				if l == ".\r\n" || l == ".\n" {
+					break
+				}
+				b.WriteString(strings.TrimPrefix(l, "."))
+			}
+			cur.Data = b.String()
+			s.mu.Lock()
+			s.msgs = append(s.msgs, cur)
+			s.mu.Unlock()
+			reply("250 OK queued")
+		case cmd == "RSET":
+			cur = Mail{}
+			reply("250 OK")
+		case cmd == "NOOP":
+			reply("250 OK")
+		case cmd == "QUIT":
+			reply("221 bye")
+			return
+		default:
+			reply("502 command not implemented")
+		}
+	}
+}
+
+func addr(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, ' '); i >= 0 {
+		s = s[:i]
+	}
+	return strings.Trim(s, "<>")
+}
+
+// Messages returns the messages received so far.
+func (s *SMTPSink) Messages() []Mail {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Mail(nil), s.msgs...)
+}
+
+// WaitFor waits until a message to rcpt arrived and returns the newest.
+func (s *SMTPSink) WaitFor(t testing.TB, rcpt string, timeout time.Duration) Mail {
+	t.Helper()
+	var got Mail
+	WaitFor(t, timeout, "an e-mail to "+rcpt, func() bool {
+		for _, m := range s.Messages() {
+			for _, to := range m.To {
+				if strings.EqualFold(to, rcpt) {
+					got = m
+				}
+			}
+		}
+		return got.Data != ""
+	})
+	return got
+}
+
+// Count returns how many messages went to rcpt.
+func (s *SMTPSink) Count(rcpt string) int {
+	n := 0
+	for _, m := range s.Messages() {
+		for _, to := range m.To {
+			if strings.EqualFold(to, rcpt) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// Text returns the decoded body of a single-part message (quoted-printable
+// and base64 transfer encodings are undone) with its headers dropped.
+func (m Mail) Text() string {
+	msg, err := mail.ReadMessage(strings.NewReader(m.Data))
+	if err != nil {
+		return m.Data
+	}
+	var r io.Reader = msg.Body
+	switch strings.ToLower(msg.Header.Get("Content-Transfer-Encoding")) {
+	case "quoted-printable":
+		r = quotedprintable.NewReader(r)
+	case "base64":
+		r = base64.NewDecoder(base64.StdEncoding, r)
+	}
+	b, _ := io.ReadAll(r)
+	return string(b)
+}
