@@ -78,6 +78,16 @@ type NATSConfig struct {
 	// Credentials for an external NATS or for this process on a listening one.
 	User     string `json:"user,omitempty"`
 	Password string `json:"password,omitempty"`
+	// Workers are the remote lcm-worker accounts of a listening embedded
+	// NATS, each limited to its segments.
+	Workers []NATSWorker `json:"workers,omitempty"`
+}
+
+// NATSWorker is one remote worker's NATS account.
+type NATSWorker struct {
+	User     string   `json:"user"`
+	Password string   `json:"password"`
+	Segments []string `json:"segments"`
 }
 
 // WorkerConfig configures the in-process worker of the all-in-one mode.
@@ -300,7 +310,7 @@ func (c *Config) ApplyEnv(getenv func(string) string) error {
 	}
 	ints := map[string]*int{
 		"LCM_PORT": &c.Port, "LCM_AGENT_PORT": &c.AgentPort, "LCM_MCP_PORT": &c.MCPPort,
-		"LCM_ACCESS_TOKEN_TTL_MINUTES": &c.AccessTokenTTLMinutes,
+		"LCM_ACCESS_TOKEN_TTL_MINUTES":      &c.AccessTokenTTLMinutes,
 		"LCM_API_KEY_RATE_LIMIT_PER_MINUTE": &c.APIKeyRateLimitPerMinute, "LCM_SMTP_PORT": &c.SMTP.Port,
 	}
 	bools := map[string]*bool{"LCM_TRUST_PROXY_HEADER": &c.TrustProxyHeader, "LCM_ACCESS_LOG": &c.AccessLog}
@@ -408,6 +418,14 @@ func (c *Config) Validate() error {
 	if c.Worker.Concurrency < 0 {
 		bad("worker.concurrency", "must not be negative")
 	}
+	if c.NATS.Listen != "" && c.NATS.URL == "" && (c.NATS.User == "" || c.NATS.Password == "") {
+		bad("nats.user", "a listening embedded NATS (nats.listen) needs nats.user and nats.password for lcm-api itself")
+	}
+	for i, w := range c.NATS.Workers {
+		if w.User == "" || w.Password == "" || len(w.Segments) == 0 {
+			bad(fmt.Sprintf("nats.workers[%d]", i), "needs user, password and segments")
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -429,6 +447,10 @@ func (c Config) Redacted() Config {
 	}
 	mask(&c.JWTSecret)
 	mask(&c.NATS.Password)
+	c.NATS.Workers = append([]NATSWorker(nil), c.NATS.Workers...)
+	for i := range c.NATS.Workers {
+		mask(&c.NATS.Workers[i].Password)
+	}
 	mask(&c.SMTP.Password)
 	if c.Database.URL != "" {
 		c.Database.URL = redactURL(c.Database.URL)

@@ -1,0 +1,47 @@
+package main
+
+import (
+	"context"
+
+	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/lcmproject/lcm/internal/bus"
+	"github.com/lcmproject/lcm/internal/config"
+	"github.com/lcmproject/lcm/internal/fleet"
+	"github.com/lcmproject/lcm/internal/jobs"
+	"github.com/lcmproject/lcm/internal/jobs/runner"
+)
+
+// wireJobs starts the control-plane side of jobs (credential responder,
+// ingest, reaper) and, unless worker.disabled, an in-process worker that
+// speaks the same NATS protocol as lcm-worker. Both stop with ctx.
+func (a *app) wireJobs(ctx context.Context) (*fleet.Service, *jobs.Service, error) {
+	js := jobs.New(a.store, a.bus, a.log)
+	fl := fleet.New(a.store, js, a.log)
+	go func() { _ = js.Run(ctx) }()
+	if a.cfg.Worker.Disabled {
+		a.log.Info("in-process worker disabled; jobs need an lcm-worker")
+		return fl, js, nil
+	}
+	w, err := runner.New(runner.Config{Bus: a.bus, Segments: a.cfg.Worker.Segments, Concurrency: a.cfg.Worker.Concurrency, Log: a.log})
+	if err != nil {
+		return nil, nil, err
+	}
+	done := make(chan struct{})
+	go func() { defer close(done); _ = w.Run(ctx) }()
+	a.workerDone = done
+	return fl, js, nil
+}
+
+// natsUsers are the accounts of a listening embedded NATS: lcm-api's own
+// (full rights) and one least-privilege account per remote worker.
+func natsUsers(c config.NATSConfig) []*server.User {
+	if c.Listen == "" {
+		return nil
+	}
+	users := []*server.User{bus.FullUser(c.User, c.Password)}
+	for _, w := range c.Workers {
+		users = append(users, bus.WorkerUser(w.User, w.Password, w.Segments))
+	}
+	return users
+}

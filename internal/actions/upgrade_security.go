@@ -1,0 +1,46 @@
+package actions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/lcmproject/lcm/internal/pkgmgr"
+	"github.com/lcmproject/lcm/internal/remote"
+)
+
+// UpgradeSecurity installs security updates only: apt upgrades exactly the
+// packages whose candidate comes from a security suite, dnf uses
+// --security, zypper installs patches of category security (pkgmgr builds
+// the commands). pacman and apk have no security channel: the job fails
+// with pkgmgr's documented answer and changes nothing.
+type UpgradeSecurity struct{}
+
+// Run implements Action.
+func (UpgradeSecurity) Run(ctx context.Context, env *Env) (Result, error) {
+	fam := pkgmgr.Family(env.Creds.PackageFamily)
+	if fam == "" {
+		fam = pkgmgr.FamilyAPT
+	}
+	m, err := pkgmgr.New(fam)
+	if err != nil {
+		return Result{}, failf("%v", err)
+	}
+	cmd, err := m.UpgradeSecurity()
+	if err != nil {
+		var ue *pkgmgr.UnsupportedError
+		if errors.As(err, &ue) {
+			return Result{}, failf("%s", ue.Answer)
+		}
+		return Result{}, failf("%v", err)
+	}
+	fmt.Fprintf(env.Out, "lcm: security upgrade with %s\n", m.Name())
+	code, err := run(ctx, env.Exec, env.Out, remote.Command{Cmd: cmd, Timeout: upgradeTimeout, IdleTimeout: upgradeIdle})
+	if err != nil {
+		return Result{}, err
+	}
+	if code != 0 {
+		return Result{ExitCode: code}, failf("%s exited with code %d", m.Name(), code)
+	}
+	return Result{Message: "security updates installed"}, nil
+}

@@ -1,0 +1,121 @@
+package bus
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// MessageVersion is the version of every job-protocol payload below. A
+// receiver refuses a payload with a newer version instead of misreading it.
+const MessageVersion = 1
+
+// Payload types (the "type" field).
+const (
+	TypeJob       = "job"
+	TypeOutput    = "output"
+	TypeState     = "state"
+	TypeHeartbeat = "heartbeat"
+	TypeCredsReq  = "creds.req"
+	TypeCredsRes  = "creds.res"
+	TypeAbort     = "abort"
+)
+
+// JobMsg is published to JobSubject(segment, serverID) with Nats-Msg-Id =
+// JobID. It carries no secret: the worker asks for credentials when it
+// runs the job.
+type JobMsg struct {
+	V        int             `json:"v"`
+	Type     string          `json:"type"`
+	JobID    string          `json:"job_id"`
+	ServerID string          `json:"server_id"`
+	Kind     string          `json:"kind"`
+	Segment  string          `json:"segment"`
+	Params   json.RawMessage `json:"params,omitempty"`
+}
+
+// OutputMsg is one console output chunk on JobOutputSubject(jobID),
+// published with Nats-Msg-Id "<job_id>/<seq>". On the wire it is a JSON
+// header line (every field but Data) followed by the raw bytes: console
+// output is the bulk of all bus traffic, and base64 inside JSON cost a
+// third of the ingest's CPU.
+type OutputMsg struct {
+	V      int    `json:"v"`
+	Type   string `json:"type"`
+	JobID  string `json:"job_id"`
+	Seq    int64  `json:"seq"`
+	Offset int64  `json:"offset"`
+	Data   []byte `json:"-"`
+}
+
+// Encode returns the wire form: header JSON, "\n", data.
+func (m OutputMsg) Encode() []byte {
+	head, _ := json.Marshal(m)
+	out := make([]byte, 0, len(head)+1+len(m.Data))
+	out = append(append(append(out, head...), '\n'), m.Data...)
+	return out
+}
+
+// DecodeOutput parses the wire form; Data aliases b.
+func DecodeOutput(b []byte) (OutputMsg, error) {
+	i := bytes.IndexByte(b, '\n')
+	if i < 0 {
+		return OutputMsg{}, errors.New("bus: output message without header")
+	}
+	var m OutputMsg
+	if err := json.Unmarshal(b[:i], &m); err != nil {
+		return OutputMsg{}, fmt.Errorf("bus: output header: %w", err)
+	}
+	m.Data = b[i+1:]
+	return m, nil
+}
+
+// StateMsg is a state change or heartbeat on JobStateSubject(jobID).
+type StateMsg struct {
+	V        int             `json:"v"`
+	Type     string          `json:"type"` // TypeState or TypeHeartbeat
+	JobID    string          `json:"job_id"`
+	WorkerID string          `json:"worker_id"`
+	Status   string          `json:"status,omitempty"`
+	At       time.Time       `json:"at"`
+	ExitCode *int            `json:"exit_code,omitempty"`
+	Error    string          `json:"error,omitempty"`
+	Result   json.RawMessage `json:"result,omitempty"`
+	// OutputBytes is the job's output size when the state was sent.
+	OutputBytes int64 `json:"output_bytes,omitempty"`
+}
+
+// CredsRequest asks, on SubjectCredsRequest, for the credentials of a job's
+// server. It also claims the job for the worker.
+type CredsRequest struct {
+	V        int    `json:"v"`
+	Type     string `json:"type"`
+	JobID    string `json:"job_id"`
+	ServerID string `json:"server_id"`
+	WorkerID string `json:"worker_id"`
+	Segment  string `json:"segment"` // the segment the job message came from
+	// PublicKey is the worker's X25519 public key (32 bytes).
+	PublicKey []byte `json:"public_key"`
+}
+
+// CredsReply answers a CredsRequest: Sealed holds the credentials sealed
+// to the worker's public key (nacl/box anonymous), or Code/Error say why not.
+type CredsReply struct {
+	V      int    `json:"v"`
+	Type   string `json:"type"`
+	OK     bool   `json:"ok"`
+	Code   string `json:"code,omitempty"` // "not_claimable", "not_found", "forbidden", "internal"
+	Error  string `json:"error,omitempty"`
+	Sealed []byte `json:"sealed,omitempty"`
+}
+
+// ControlMsg is a request on JobControlSubject(jobID); the worker replies
+// with a ControlMsg of the same type to acknowledge.
+type ControlMsg struct {
+	V      int    `json:"v"`
+	Type   string `json:"type"` // TypeAbort
+	JobID  string `json:"job_id"`
+	Reason string `json:"reason,omitempty"`
+}

@@ -1,0 +1,136 @@
+package httpapi
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/lcmproject/lcm/internal/domain"
+	"github.com/lcmproject/lcm/internal/fleet"
+	"github.com/lcmproject/lcm/internal/jobs"
+	"github.com/lcmproject/lcm/internal/store"
+)
+
+// respondJob answers an endpoint that starts a job: 202 with
+// {status: "started", job_id, job_name}, 409 {status: "blocked", …} for a
+// busy server, otherwise the usual error mapping.
+func (s *Server) respondJob(c *gin.Context, job domain.Job, err error) {
+	if err != nil {
+		s.respondJobError(c, err)
+		return
+	}
+	c.JSON(http.StatusAccepted, toJobStarted(job))
+}
+
+func (s *Server) respondJobError(c *gin.Context, err error) {
+	var busy *jobs.BusyError
+	if errors.As(err, &busy) {
+		c.AbortWithStatusJSON(http.StatusConflict, blockedDTO{Status: string(domain.JobBlocked), Error: busy.Error(),
+			Code: "server_busy", JobID: busy.JobID})
+		return
+	}
+	s.respondError(c, err)
+}
+
+func (s *Server) listServers(c *gin.Context) {
+	f := store.ServerFilter{Q: c.Query("q"), GroupID: c.Query("group_id"), Status: domain.ServerStatus(c.Query("status"))}
+	list, err := s.deps.Services.Fleet.List(c.Request.Context(), principal(c), f)
+	if err != nil {
+		s.respondError(c, err)
+		return
+	}
+	out := make([]serverDTO, len(list))
+	for i, srv := range list {
+		out[i] = toServerDTO(srv)
+	}
+	c.JSON(http.StatusOK, out)
+}
+
+func (s *Server) probeServer(c *gin.Context) {
+	var req probeRequest
+	if !bindJSON(c, &req) {
+		return
+	}
+	res, err := s.deps.Services.Fleet.Probe(c.Request.Context(), req.Host, req.Port)
+	if err != nil {
+		s.respondError(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, toProbeDTO(res))
+}
+
+func (s *Server) joinServer(c *gin.Context) {
+	var req joinRequest
+	if !bindJSON(c, &req) {
+		return
+	}
+	srv, job, err := s.deps.Services.Fleet.Join(c.Request.Context(), principal(c), fleet.JoinRequest{
+		Name: req.Name, Host: req.Host, Port: req.Port, Username: req.Username, Auth: req.Auth,
+		PrivateKey: req.PrivateKey, Password: req.Password, HostKey: req.HostKey, GroupIDs: req.GroupIDs, Segment: req.Segment})
+	if err != nil {
+		s.respondJobError(c, err)
+		return
+	}
+	c.JSON(http.StatusAccepted, joinDTO{jobStartedDTO: toJobStarted(job), Server: toServerDTO(srv)})
+}
+
+func (s *Server) getServer(c *gin.Context) {
+	srv, err := s.deps.Services.Fleet.Get(c.Request.Context(), principal(c), c.Param("id"))
+	if err != nil {
+		s.respondError(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, toServerDTO(srv))
+}
+
+func (s *Server) updateServerSettings(c *gin.Context) {
+	var req serverSettingsRequest
+	if !bindJSON(c, &req) {
+		return
+	}
+	srv, err := s.deps.Services.Fleet.UpdateSettings(c.Request.Context(), principal(c), c.Param("id"),
+		store.ServerSettings{Name: req.Name, Port: req.Port, Segment: req.Segment})
+	if err != nil {
+		s.respondError(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, toServerDTO(srv))
+}
+
+func (s *Server) reconnectServer(c *gin.Context) {
+	job, err := s.deps.Services.Fleet.Reconnect(c.Request.Context(), principal(c), c.Param("id"))
+	s.respondJob(c, job, err)
+}
+
+func (s *Server) checkServerConnectivity(c *gin.Context) {
+	job, err := s.deps.Services.Fleet.CheckConnectivity(c.Request.Context(), principal(c), c.Param("id"))
+	s.respondJob(c, job, err)
+}
+
+func (s *Server) rotateServerKey(c *gin.Context) {
+	job, err := s.deps.Services.Fleet.RotateKey(c.Request.Context(), principal(c), c.Param("id"))
+	s.respondJob(c, job, err)
+}
+
+func (s *Server) upgradeSecurityPackages(c *gin.Context) {
+	job, err := s.deps.Services.Fleet.UpgradeSecurity(c.Request.Context(), principal(c), c.Param("id"))
+	s.respondJob(c, job, err)
+}
+
+func (s *Server) decommissionServer(c *gin.Context) {
+	if err := s.deps.Services.Fleet.Decommission(c.Request.Context(), principal(c), c.Param("id")); err != nil {
+		s.respondJobError(c, err)
+		return
+	}
+	c.Status(http.StatusNoContent)
+}
+
+func (s *Server) getServerActiveJob(c *gin.Context) {
+	job, err := s.deps.Services.Jobs.ActiveJob(c.Request.Context(), principal(c), c.Param("id"))
+	if err != nil {
+		s.respondError(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, toJobDTO(job))
+}

@@ -1,0 +1,146 @@
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/lcmproject/lcm/internal/bus"
+	"github.com/lcmproject/lcm/internal/domain"
+	"github.com/lcmproject/lcm/internal/store"
+)
+
+// Ingest batching: up to ingestBatch events per transaction, waiting at
+// most ingestWait for the first one. 512 × 128 KiB chunks is 64 MiB per
+// transaction at most, and a lone chunk is stored within milliseconds.
+const (
+	ingestBatch = 512
+	ingestWait  = time.Second
+	// ingestAckWait is how long a fetched event may stay unacked before it
+	// is delivered again (a replica died mid-batch, or NATS restarted and
+	// the acks were lost). A full batch is stored in well under a second;
+	// 10 s bounds how long such a gap stays in a job's output.
+	ingestAckWait = 10 * time.Second
+)
+
+// RunIngest stores job events from JOBEVENTS until ctx ends: output chunks
+// encrypted and exactly once (insert-or-ignore by job and seq), state
+// changes through the state machine, heartbeats. Every replica runs it on
+// the same durable consumer, so each event is processed by one of them;
+// the writes are idempotent anyway.
+func (s *Service) RunIngest(ctx context.Context) error {
+	var cons *bus.Consumer
+	for cons == nil {
+		c, err := s.bus.EventConsumer(ctx, ingestAckWait)
+		if err == nil {
+			cons = c
+			break
+		}
+		s.log.Warn("ingest: consumer unavailable, retrying", "err", err)
+		if !sleepCtx(ctx, time.Second) {
+			return nil
+		}
+	}
+	// Fetching and storing overlap: while one batch is written to the
+	// database the next is pulled from NATS.
+	batches := make(chan []bus.Msg, 2)
+	go func() {
+		defer close(batches)
+		for ctx.Err() == nil {
+			msgs, err := cons.Fetch(ctx, ingestBatch, ingestWait)
+			if err != nil {
+				if !sleepCtx(ctx, 200*time.Millisecond) {
+					return
+				}
+				continue
+			}
+			if len(msgs) > 0 {
+				select {
+				case batches <- msgs:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}
+	}()
+	for msgs := range batches {
+		if err := s.ingest(ctx, msgs); err != nil {
+			s.log.Error("ingest: batch failed, will be redelivered", "events", len(msgs), "err", err)
+			for _, m := range msgs {
+				_ = m.NakWithDelay(time.Second)
+			}
+			continue
+		}
+		for _, m := range msgs {
+			_ = m.Ack()
+		}
+	}
+	return nil
+}
+
+func (s *Service) ingest(ctx context.Context, msgs []bus.Msg) error {
+	var chunks []store.ChunkIn
+	var states []bus.StateMsg
+	for _, m := range msgs {
+		switch {
+		case strings.HasSuffix(m.Subject(), ".out"):
+			o, err := bus.DecodeOutput(m.Data())
+			if err != nil || o.V > bus.MessageVersion || o.JobID == "" {
+				s.log.Warn("ingest: dropping malformed output event", "subject", m.Subject())
+				continue
+			}
+			chunks = append(chunks, store.ChunkIn{JobID: o.JobID, OutputChunk: domain.OutputChunk{Seq: o.Seq, Offset: o.Offset, Data: o.Data}})
+		case strings.HasSuffix(m.Subject(), ".state"):
+			var st bus.StateMsg
+			if json.Unmarshal(m.Data(), &st) != nil || st.V > bus.MessageVersion || st.JobID == "" {
+				s.log.Warn("ingest: dropping malformed state event", "subject", m.Subject())
+				continue
+			}
+			states = append(states, st)
+		}
+	}
+	if err := s.store.AppendOutput(ctx, chunks); err != nil {
+		return err
+	}
+	for _, st := range states {
+		if err := s.applyState(ctx, st); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Service) applyState(ctx context.Context, st bus.StateMsg) error {
+	if st.Type == bus.TypeHeartbeat {
+		return s.store.JobHeartbeat(ctx, st.JobID, st.WorkerID, st.At)
+	}
+	status := domain.JobStatus(st.Status)
+	if !status.Valid() {
+		return nil
+	}
+	u := store.JobUpdate{Status: status, WorkerID: st.WorkerID, At: st.At, ExitCode: st.ExitCode, Error: st.Error,
+		Result: st.Result, OutputBytes: st.OutputBytes}
+	var err error
+	if status.Terminal() {
+		_, _, err = s.complete(ctx, st.JobID, u)
+	} else {
+		_, _, err = s.store.TransitionJob(ctx, st.JobID, u)
+	}
+	if errors.Is(err, domain.ErrNotFound) {
+		return nil // a job rolled back at submit, or deleted
+	}
+	return err
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

@@ -1,0 +1,236 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/lcmproject/lcm/internal/actions"
+	"github.com/lcmproject/lcm/internal/bus"
+	"github.com/lcmproject/lcm/internal/credbox"
+	"github.com/lcmproject/lcm/internal/domain"
+	"github.com/lcmproject/lcm/internal/remote"
+	"github.com/lcmproject/lcm/internal/sshexec"
+)
+
+// errAbortRequested is the cancel cause of an abort from the API.
+var errAbortRequested = errors.New("aborted on request")
+
+// handle runs one job message to its end.
+func (w *Worker) handle(ctx context.Context, seg string, msg bus.Msg) {
+	var jm bus.JobMsg
+	if err := json.Unmarshal(msg.Data(), &jm); err != nil || jm.V > bus.MessageVersion || jm.JobID == "" {
+		w.log.Error("dropping malformed job message", "subject", msg.Subject())
+		_ = msg.Term()
+		return
+	}
+	log := w.log.With("job_id", jm.JobID, "server_id", jm.ServerID, "job_name", jm.Kind)
+	creds, err := w.claim(ctx, jm, seg)
+	if err != nil {
+		if errors.Is(err, errRefused) {
+			log.Info("job not claimed", "reason", err)
+			_ = msg.Term()
+			return
+		}
+		log.Warn("claim failed, job goes back to the queue", "err", err)
+		_ = msg.NakWithDelay(2 * time.Second)
+		return
+	}
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stopCtl, _ := w.cfg.Bus.Serve(bus.JobControlSubject(jm.JobID), "", func(data []byte) []byte {
+		var cm bus.ControlMsg
+		_ = json.Unmarshal(data, &cm)
+		if cm.Type == bus.TypeAbort {
+			log.Info("abort requested", "reason", cm.Reason)
+			cancel(fmt.Errorf("%w: %s", errAbortRequested, cm.Reason))
+		}
+		reply, _ := json.Marshal(bus.ControlMsg{V: bus.MessageVersion, Type: cm.Type, JobID: jm.JobID})
+		return reply
+	})
+	if stopCtl != nil {
+		defer stopCtl()
+	}
+	hbDone := make(chan struct{})
+	hbStopped := make(chan struct{})
+	go func() {
+		defer close(hbStopped)
+		w.heartbeat(ctx, jm, msg, hbDone)
+	}()
+
+	out := newOutput(ctx, w.cfg.Bus, jm.JobID)
+	w.announceRunning(jm.JobID)
+	res, runErr := w.execute(runCtx, jm, creds, out)
+	creds = credbox.Credentials{} // drop the secrets as soon as the job ran
+	_ = out.Close()
+	close(hbDone)
+	<-hbStopped
+
+	final := bus.StateMsg{JobID: jm.JobID, Status: string(domain.JobSuccess), OutputBytes: out.Bytes()}
+	code := res.ExitCode
+	final.ExitCode = &code
+	if r, err := json.Marshal(res); err == nil {
+		final.Result = r
+	}
+	switch {
+	case runErr == nil:
+	case errors.Is(context.Cause(runCtx), errAbortRequested):
+		final.Status, final.Error = string(domain.JobAborted), context.Cause(runCtx).Error()
+	case ctx.Err() != nil:
+		final.Status, final.Error = string(domain.JobFailed), "the worker shut down before the job finished"
+	default:
+		final.Status, final.Error = string(domain.JobFailed), describe(runErr)
+	}
+	w.publishState(ctx, final)
+	_ = msg.Ack()
+	log.Info("job done", "status", final.Status, "error", final.Error, "output_bytes", final.OutputBytes)
+}
+
+// describe turns an action or transport error into the job history text.
+func describe(err error) string {
+	var hk *remote.HostKeyMismatchError
+	var failed *actions.Failed
+	switch {
+	case errors.As(err, &hk):
+		return fmt.Sprintf("host key changed: %s presented %s but %s is pinned; no command was sent. If the change is legitimate, re-probe and re-join the server",
+			hk.Addr, hk.Got, hk.Expected)
+	case errors.As(err, &failed):
+		return failed.Reason
+	case errors.Is(err, remote.ErrAuth):
+		return "authentication failed: " + err.Error()
+	case errors.Is(err, remote.ErrUnreachable):
+		return "server unreachable: " + err.Error()
+	case errors.Is(err, remote.ErrTimeout), errors.Is(err, remote.ErrIdle):
+		return "timed out: " + err.Error()
+	}
+	return err.Error()
+}
+
+func (w *Worker) execute(ctx context.Context, jm bus.JobMsg, c credbox.Credentials, out *output) (actions.Result, error) {
+	act, err := actions.For(domain.JobKind(jm.Kind))
+	if err != nil {
+		return actions.Result{}, err
+	}
+	target, err := targetOf(c, c.User, c.PrivateKey, c.Password)
+	if err != nil {
+		return actions.Result{}, err
+	}
+	target.Timeouts = w.cfg.Timeouts
+	var ex remote.Executor
+	if domain.JobKind(jm.Kind) == domain.JobJoin {
+		// Bootstrap logins are one-off: never pooled with management ones.
+		cl, err := sshexec.Dial(ctx, target)
+		if err != nil {
+			return actions.Result{}, err
+		}
+		defer cl.Close()
+		ex = cl
+	} else {
+		ex = w.pool.Executor(jm.ServerID, target)
+	}
+	env := &actions.Env{Exec: ex, Creds: c, Params: jm.Params, Out: out,
+		Dial: func(ctx context.Context, user, key string) (remote.Executor, error) {
+			t, err := targetOf(c, user, key, "")
+			if err != nil {
+				return nil, err
+			}
+			t.Timeouts = w.cfg.Timeouts
+			return sshexec.Dial(ctx, t)
+		}}
+	return act.Run(ctx, env)
+}
+
+func targetOf(c credbox.Credentials, user, key, password string) (sshexec.Target, error) {
+	t := sshexec.Target{Addr: c.Addr, User: user, Password: password, HostKey: c.HostKey, CredentialVersion: c.CredVersion}
+	if key != "" {
+		s, err := ssh.ParsePrivateKey([]byte(key))
+		if err != nil {
+			return t, &actions.Failed{Reason: "stored private key is unusable: " + err.Error()}
+		}
+		t.Signer = s
+	}
+	return t, nil
+}
+
+// heartbeat keeps the job alive until done closes: the queue message in
+// progress, a heartbeat event for the reaper, and the server lock's TTL.
+func (w *Worker) heartbeat(ctx context.Context, jm bus.JobMsg, msg bus.Msg, done <-chan struct{}) {
+	t := time.NewTicker(heartbeatInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		_ = msg.InProgress()
+		hb, _ := json.Marshal(bus.StateMsg{V: bus.MessageVersion, Type: bus.TypeHeartbeat, JobID: jm.JobID,
+			WorkerID: w.cfg.ID, At: time.Now().UTC()})
+		if ack, err := w.cfg.Bus.PublishAsync(bus.JobStateSubject(jm.JobID), "", hb); err == nil {
+			go func() { <-ack }()
+		}
+		w.refreshLock(ctx, jm)
+	}
+}
+
+type lockValue struct {
+	JobID    string    `json:"job_id"`
+	WorkerID string    `json:"worker_id,omitempty"`
+	At       time.Time `json:"at"`
+}
+
+// refreshLock renews the server lock this job holds (never another's).
+func (w *Worker) refreshLock(ctx context.Context, jm bus.JobMsg) {
+	locks, err := w.cfg.Bus.Locks(ctx)
+	if err != nil {
+		return
+	}
+	raw, rev, err := locks.Get(ctx, jm.ServerID)
+	if err != nil {
+		return
+	}
+	var v lockValue
+	if json.Unmarshal(raw, &v) != nil || v.JobID != jm.JobID {
+		return
+	}
+	v.WorkerID, v.At = w.cfg.ID, time.Now().UTC()
+	val, _ := json.Marshal(v)
+	_, _ = locks.Update(ctx, jm.ServerID, val, rev)
+}
+
+// announceRunning reports "running" without waiting for the stream's ack:
+// it is off the dispatch path, and losing it loses nothing (the final state
+// follows, and started → success is a valid transition).
+func (w *Worker) announceRunning(jobID string) {
+	st := bus.StateMsg{V: bus.MessageVersion, Type: bus.TypeState, JobID: jobID, WorkerID: w.cfg.ID,
+		Status: string(domain.JobRunning), At: time.Now().UTC()}
+	data, _ := json.Marshal(st)
+	if ack, err := w.cfg.Bus.PublishAsync(bus.JobStateSubject(jobID), jobID+"/state/running", data); err == nil {
+		go func() { <-ack }()
+	}
+}
+
+// publishState sends a state change, retrying until the stream has it (a
+// final state must never be lost; its msg id de-duplicates retries).
+func (w *Worker) publishState(ctx context.Context, st bus.StateMsg) {
+	st.V, st.Type, st.WorkerID = bus.MessageVersion, bus.TypeState, w.cfg.ID
+	if st.At.IsZero() {
+		st.At = time.Now().UTC()
+	}
+	data, _ := json.Marshal(st)
+	id := st.JobID + "/state/" + st.Status
+	for {
+		err := w.cfg.Bus.Publish(ctx, bus.JobStateSubject(st.JobID), id, data)
+		if err == nil || ctx.Err() != nil {
+			return
+		}
+		w.log.Warn("state not published, retrying", "job_id", st.JobID, "status", st.Status, "err", err)
+		sleepCtx(ctx, retryDelay)
+	}
+}

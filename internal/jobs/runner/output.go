@@ -1,0 +1,143 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/lcmproject/lcm/internal/bus"
+)
+
+// Output chunking. Each bound says why.
+const (
+	// chunkSize caps one chunk: large enough that 50 MiB of output is only
+	// 200 messages and rows, small enough to stay far below NATS's 1 MiB
+	// payload limit.
+	chunkSize = 256 << 10
+	// flushDelay is how long output may wait in the buffer before it is
+	// sent: it keeps a live console within the 100 ms budget while
+	// batching chatty commands into few messages.
+	flushDelay = 20 * time.Millisecond
+	// maxInFlight bounds unacknowledged chunks (memory: 32 × 256 KiB).
+	maxInFlight = 32
+	// retryDelay spaces re-publishes of a chunk while NATS is away; the
+	// chunk is retried until it is stored, so nothing is lost.
+	retryDelay = 500 * time.Millisecond
+)
+
+// output is the io.Writer an action writes its console output to. It
+// cuts the bytes into chunks with gap-free sequence numbers and byte
+// offsets and publishes them to the job's output subject with Nats-Msg-Id
+// "<job>/<seq>", so a retried publish is stored once.
+type output struct {
+	ctx   context.Context
+	bus   *bus.Bus
+	jobID string
+
+	mu       sync.Mutex
+	buf      []byte
+	seq      int64
+	offset   int64 // offset of buf[0]
+	timer    *time.Timer
+	inflight []pending
+	err      error
+}
+
+type pending struct {
+	subject, id string
+	data        []byte
+	ack         <-chan error
+}
+
+func newOutput(ctx context.Context, b *bus.Bus, jobID string) *output {
+	return &output{ctx: ctx, bus: b, jobID: jobID}
+}
+
+// Write buffers p and sends full chunks.
+func (o *output) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	n := len(p)
+	for len(p) > 0 {
+		room := chunkSize - len(o.buf)
+		take := min(room, len(p))
+		o.buf = append(o.buf, p[:take]...)
+		p = p[take:]
+		if len(o.buf) >= chunkSize {
+			o.flushLocked()
+		}
+	}
+	if len(o.buf) > 0 && o.timer == nil {
+		o.timer = time.AfterFunc(flushDelay, func() {
+			o.mu.Lock()
+			defer o.mu.Unlock()
+			o.timer = nil
+			o.flushLocked()
+		})
+	}
+	return n, nil
+}
+
+// Bytes is the output size so far (sent or buffered).
+func (o *output) Bytes() int64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.offset + int64(len(o.buf))
+}
+
+func (o *output) flushLocked() {
+	if len(o.buf) == 0 {
+		return
+	}
+	data := bus.OutputMsg{V: bus.MessageVersion, Type: bus.TypeOutput, JobID: o.jobID,
+		Seq: o.seq, Offset: o.offset, Data: o.buf}.Encode()
+	p := pending{subject: bus.JobOutputSubject(o.jobID), id: fmt.Sprintf("%s/%d", o.jobID, o.seq), data: data}
+	o.seq++
+	o.offset += int64(len(o.buf))
+	o.buf = make([]byte, 0, chunkSize)
+	if ack, err := o.bus.PublishAsync(p.subject, p.id, p.data); err == nil {
+		p.ack = ack
+	}
+	o.inflight = append(o.inflight, p)
+	for len(o.inflight) > maxInFlight {
+		o.settle(o.inflight[0])
+		o.inflight = o.inflight[1:]
+	}
+}
+
+// settle waits for a chunk's ack and re-publishes it until it is stored.
+func (o *output) settle(p pending) {
+	if p.ack != nil {
+		if err := <-p.ack; err == nil {
+			return
+		}
+	}
+	for {
+		err := o.bus.Publish(o.ctx, p.subject, p.id, p.data)
+		if err == nil {
+			return
+		}
+		if o.ctx.Err() != nil {
+			o.err = err
+			return
+		}
+		time.Sleep(retryDelay)
+	}
+}
+
+// Close sends what is buffered and waits until every chunk is stored.
+func (o *output) Close() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.timer != nil {
+		o.timer.Stop()
+		o.timer = nil
+	}
+	o.flushLocked()
+	for _, p := range o.inflight {
+		o.settle(p)
+	}
+	o.inflight = nil
+	return o.err
+}

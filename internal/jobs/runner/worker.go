@@ -1,0 +1,236 @@
+// Package runner is the worker half of the job protocol: the consumer
+// runtime lcm-worker (and the all-in-one lcm-api, in-process) runs. It pulls
+// jobs of its segments from JOBS, claims each by asking for the server's
+// credentials (sealed to its own X25519 key, kept in memory for the job
+// only), runs the action over SSH, streams the console output in numbered
+// chunks, heartbeats, and reports the final state. It has no database and
+// no master key.
+package runner
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/lcmproject/lcm/internal/bus"
+	"github.com/lcmproject/lcm/internal/credbox"
+	"github.com/lcmproject/lcm/internal/domain"
+	"github.com/lcmproject/lcm/internal/sshexec"
+)
+
+// Protocol timing. Each bound says why.
+const (
+	// ackWait: a delivered job not acked or marked in progress for this long
+	// goes to another worker. Heartbeats (every 5 s) mark it in progress, so
+	// only a dead worker's unclaimed jobs move; claimed ones are refused by
+	// the claim and failed by the reaper.
+	ackWait = 30 * time.Second
+	// claimTimeout bounds the credential request (one DB write on the API).
+	claimTimeout = 10 * time.Second
+	// shutdownGrace lets running jobs finish when the worker is stopped
+	// before they are cancelled and reported as failed.
+	shutdownGrace = 10 * time.Second
+	// heartbeatInterval matches jobs.HeartbeatInterval (the API's reaper
+	// fails a job after six missed beats).
+	heartbeatInterval = 5 * time.Second
+)
+
+// Config configures a worker.
+type Config struct {
+	Bus         *bus.Bus
+	ID          string   // unique per process start; generated when empty
+	Segments    []string // default: ["default"]
+	Concurrency int      // jobs at a time; default 64
+	Pool        *sshexec.Pool
+	Timeouts    sshexec.Timeouts
+	Log         *slog.Logger
+}
+
+// Worker runs jobs.
+type Worker struct {
+	cfg  Config
+	keys *credbox.KeyPair
+	log  *slog.Logger
+	sem  chan struct{}
+	pool *sshexec.Pool
+	own  bool // pool created here
+
+	wg sync.WaitGroup
+}
+
+// New returns a worker with a fresh key pair.
+func New(cfg Config) (*Worker, error) {
+	if cfg.Bus == nil {
+		return nil, errors.New("runner: no bus")
+	}
+	if len(cfg.Segments) == 0 {
+		cfg.Segments = []string{domain.DefaultSegment}
+	}
+	for _, s := range cfg.Segments {
+		if !domain.ValidSegment(s) {
+			return nil, fmt.Errorf("runner: invalid segment %q (letters, digits, - and _)", s)
+		}
+	}
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = 64
+	}
+	if cfg.ID == "" {
+		cfg.ID = NewID()
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	keys, err := credbox.NewKeyPair()
+	if err != nil {
+		return nil, err
+	}
+	w := &Worker{cfg: cfg, keys: keys, log: cfg.Log.With("worker", cfg.ID), sem: make(chan struct{}, cfg.Concurrency), pool: cfg.Pool}
+	if w.pool == nil {
+		w.pool, w.own = sshexec.NewPool(sshexec.PoolConfig{}), true
+	}
+	return w, nil
+}
+
+// NewID returns "<hostname>-<random>", unique per start.
+func NewID() string {
+	host, _ := os.Hostname()
+	if host == "" {
+		host = "worker"
+	}
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return host + "-" + hex.EncodeToString(b)
+}
+
+// ID is the worker's id.
+func (w *Worker) ID() string { return w.cfg.ID }
+
+// Run consumes the segments' jobs until ctx ends, then waits for running
+// jobs (up to a grace period, after which they are cancelled).
+func (w *Worker) Run(ctx context.Context) error {
+	jobCtx, cancelJobs := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelJobs()
+	var loops sync.WaitGroup
+	for _, seg := range w.cfg.Segments {
+		loops.Add(1)
+		go func() {
+			defer loops.Done()
+			w.consume(ctx, jobCtx, seg)
+		}()
+	}
+	w.log.Info("worker started", "segments", w.cfg.Segments, "concurrency", w.cfg.Concurrency)
+	<-ctx.Done()
+	loops.Wait()
+	done := make(chan struct{})
+	go func() { w.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(shutdownGrace):
+		cancelJobs()
+		<-done
+	}
+	if w.own {
+		w.pool.Close()
+	}
+	w.log.Info("worker stopped")
+	return nil
+}
+
+func (w *Worker) consume(ctx, jobCtx context.Context, seg string) {
+	for ctx.Err() == nil {
+		cons, err := w.cfg.Bus.JobConsumer(ctx, seg, ackWait, w.cfg.Concurrency*2)
+		if err != nil {
+			w.log.Warn("job consumer unavailable, retrying", "segment", seg, "err", err)
+			sleepCtx(ctx, time.Second)
+			continue
+		}
+		it, err := cons.Messages(w.cfg.Concurrency)
+		if err != nil {
+			sleepCtx(ctx, time.Second)
+			continue
+		}
+		stopped := make(chan struct{})
+		go func() {
+			select {
+			case <-ctx.Done():
+				it.Stop()
+			case <-stopped:
+			}
+		}()
+		w.pull(ctx, jobCtx, seg, it)
+		close(stopped)
+		it.Stop()
+	}
+}
+
+func (w *Worker) pull(ctx, jobCtx context.Context, seg string, it *bus.MsgIter) {
+	for {
+		select {
+		case w.sem <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		msg, err := it.Next()
+		if err != nil {
+			<-w.sem
+			if ctx.Err() == nil {
+				w.log.Warn("job consumer interrupted, reopening", "segment", seg, "err", err)
+				sleepCtx(ctx, 500*time.Millisecond)
+			}
+			return
+		}
+		w.wg.Add(1)
+		go func() {
+			defer w.wg.Done()
+			defer func() { <-w.sem }()
+			w.handle(jobCtx, seg, msg)
+		}()
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// errRefused is a claim the API refused: the message must not come back.
+var errRefused = errors.New("claim refused")
+
+// claim asks for the job's credentials, which claims the job.
+func (w *Worker) claim(ctx context.Context, jm bus.JobMsg, seg string) (credbox.Credentials, error) {
+	req, _ := json.Marshal(bus.CredsRequest{V: bus.MessageVersion, Type: bus.TypeCredsReq, JobID: jm.JobID,
+		ServerID: jm.ServerID, WorkerID: w.cfg.ID, Segment: seg, PublicKey: w.keys.Public[:]})
+	raw, err := w.cfg.Bus.Request(ctx, bus.SubjectCredsRequest, req, claimTimeout)
+	if err != nil {
+		return credbox.Credentials{}, err
+	}
+	var rep bus.CredsReply
+	if err := json.Unmarshal(raw, &rep); err != nil {
+		return credbox.Credentials{}, fmt.Errorf("credential reply: %w", err)
+	}
+	if !rep.OK {
+		if rep.Code == "internal" {
+			return credbox.Credentials{}, fmt.Errorf("credentials: %s", rep.Error)
+		}
+		return credbox.Credentials{}, fmt.Errorf("%w: %s (%s)", errRefused, rep.Error, rep.Code)
+	}
+	c, err := w.keys.Open(rep.Sealed)
+	if err != nil {
+		return credbox.Credentials{}, err
+	}
+	if c.JobID != jm.JobID || c.ServerID != jm.ServerID {
+		return credbox.Credentials{}, fmt.Errorf("%w: credentials for another job", errRefused)
+	}
+	return c, nil
+}

@@ -1,0 +1,354 @@
+// Package jobs owns LCM's job protocol on the control-plane side: Submit
+// (row + server lock + publish to the JOBS work queue), the credential
+// responder that claims a job for a worker and seals its credentials, the
+// ingest that stores output and state changes exactly once, the reaper that
+// fails jobs whose worker vanished, abort, and reads (history, output, live
+// follow). The worker half lives in jobs/runner, which needs no database.
+//
+// Dispatch:
+//
+//	API: Submit ──KV Create LCM_LOCKS/<server>──► row pending ──► publish lcm.jobs.<seg>.<server> (Nats-Msg-Id = job id)
+//	worker: pull worker-<seg> ──► lcm.creds.req (claim: pending→started; sealed creds) ──► run action
+//	        ──► lcm.job.<id>.out chunks {seq, offset} + lcm.job.<id>.state (running, heartbeats, final)
+//	API: ingest (durable api-ingest, shared by replicas) ──► job_output (insert-or-ignore) + jobs row
+//	     final state ──► release lock ──► finish hooks (fleet: promote key, record facts, delete server)
+//	reaper: heartbeat older than HeartbeatTimeout ──► failed "worker vanished" + lock released
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/lcmproject/lcm/internal/bus"
+	"github.com/lcmproject/lcm/internal/domain"
+	"github.com/lcmproject/lcm/internal/store"
+)
+
+// Timing of the protocol. Each bound says why.
+const (
+	// HeartbeatInterval is how often a worker reports a running job (and
+	// refreshes its server lock): often enough that the reaper's bound
+	// holds several beats, rarely enough to cost nothing at 1,000 jobs.
+	HeartbeatInterval = 5 * time.Second
+	// HeartbeatTimeout: a running job without a heartbeat for this long
+	// has lost its worker (six missed beats; a GC pause or a NATS
+	// reconnect never takes that long).
+	HeartbeatTimeout = 30 * time.Second
+	// PendingTimeout: a job no worker claimed for this long fails, naming
+	// its segment, instead of holding the server's lock forever.
+	PendingTimeout = 10 * time.Minute
+	// ReapInterval is how often each replica's reaper looks; with
+	// HeartbeatTimeout it bounds the time to "failed" at 35 s.
+	ReapInterval = 5 * time.Second
+	// abortWait is how long Abort waits for the worker's final state.
+	abortWait = 5 * time.Second
+)
+
+// FinishHook runs once a job reached a final state (on the replica that
+// recorded it). Hooks must be idempotent.
+type FinishHook func(ctx context.Context, job domain.Job) error
+
+// Service is the control-plane side of jobs.
+type Service struct {
+	store *store.Store
+	bus   *bus.Bus
+	log   *slog.Logger
+	now   func() time.Time
+
+	mu    sync.RWMutex
+	hooks map[domain.JobKind][]FinishHook
+
+	// Bounds of the reaper; New sets the package defaults. Tests shorten
+	// them to observe a vanished worker quickly.
+	HeartbeatTimeout time.Duration
+	PendingTimeout   time.Duration
+	ReapInterval     time.Duration
+}
+
+// New returns the service.
+func New(st *store.Store, b *bus.Bus, log *slog.Logger) *Service {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Service{store: st, bus: b, log: log, now: func() time.Time { return time.Now().UTC() },
+		hooks: map[domain.JobKind][]FinishHook{}, HeartbeatTimeout: HeartbeatTimeout, PendingTimeout: PendingTimeout,
+		ReapInterval: ReapInterval}
+}
+
+// OnFinish registers a hook for a job kind.
+func (s *Service) OnFinish(kind domain.JobKind, h FinishHook) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.hooks[kind] = append(s.hooks[kind], h)
+}
+
+// BusyError is the refusal of a submit for a server that runs a job.
+type BusyError struct {
+	ServerID string
+	JobID    string // the running job
+}
+
+func (e *BusyError) Error() string {
+	return fmt.Sprintf("server is busy with job %s; one job per server at a time", e.JobID)
+}
+
+// Is makes BusyError a domain.ErrConflict.
+func (e *BusyError) Is(target error) bool { return target == domain.ErrConflict }
+
+// errBusDown is the 503 of every submit while NATS is unreachable.
+var errBusDown = domain.Unavailable("bus_unavailable", "the job bus (NATS) is unavailable; nothing was submitted, try again shortly")
+
+// Submit starts a job of kind on a server visible to p: it takes the
+// server's cluster-wide lock, stores the job as pending and publishes it to
+// the server's segment. A busy server returns *BusyError; an unreachable
+// bus returns a domain.ErrUnavailable error and leaves nothing behind.
+func (s *Service) Submit(ctx context.Context, p *domain.Principal, serverID string, kind domain.JobKind, params any) (domain.Job, error) {
+	srv, err := s.store.GetServer(ctx, store.ScopeOf(p), serverID)
+	if err != nil {
+		return domain.Job{}, err
+	}
+	return s.SubmitServer(ctx, p, srv, kind, params)
+}
+
+// SubmitServer is Submit for a server the caller already read through
+// p's scope (it saves the second read on the dispatch path).
+func (s *Service) SubmitServer(ctx context.Context, p *domain.Principal, srv domain.Server, kind domain.JobKind, params any) (domain.Job, error) {
+	if !srv.Joined && kind != domain.JobJoin {
+		return domain.Job{}, domain.Conflict("not_joined", "the server has not joined yet; run join first")
+	}
+	createdBy := ""
+	if p != nil {
+		createdBy = p.UserID
+	}
+	return s.submit(ctx, srv, kind, params, createdBy)
+}
+
+func (s *Service) submit(ctx context.Context, srv domain.Server, kind domain.JobKind, params any, createdBy string) (domain.Job, error) {
+	if s.bus == nil || !s.bus.Healthy() {
+		return domain.Job{}, errBusDown
+	}
+	var raw []byte
+	if params != nil {
+		var err error
+		if raw, err = json.Marshal(params); err != nil {
+			return domain.Job{}, fmt.Errorf("jobs: params: %w", err)
+		}
+	}
+	segment, err := s.store.ServerSegment(ctx, srv.ID)
+	if err != nil {
+		return domain.Job{}, err
+	}
+	job := domain.Job{ID: uuid.NewString(), Kind: kind, ServerID: srv.ID, ServerName: srv.Name, Segment: segment,
+		Status: domain.JobPending, CreatedBy: createdBy, CreatedAt: s.now(), Params: raw}
+	if err := s.acquireLock(ctx, job); err != nil {
+		return domain.Job{}, err
+	}
+	if err := s.store.CreateJob(ctx, job); err != nil {
+		s.releaseLock(context.WithoutCancel(ctx), job.ServerID, job.ID)
+		return domain.Job{}, err
+	}
+	msg, _ := json.Marshal(bus.JobMsg{V: bus.MessageVersion, Type: bus.TypeJob, JobID: job.ID, ServerID: srv.ID,
+		Kind: string(kind), Segment: segment, Params: raw})
+	if err := s.bus.Publish(ctx, bus.JobSubject(segment, srv.ID), job.ID, msg); err != nil {
+		bg := context.WithoutCancel(ctx)
+		if derr := s.store.DeleteJob(bg, job.ID); derr != nil {
+			s.log.Error("submit rollback failed", "job_id", job.ID, "err", derr)
+		}
+		s.releaseLock(bg, job.ServerID, job.ID)
+		if errors.Is(err, bus.ErrUnavailable) {
+			return domain.Job{}, errBusDown
+		}
+		return domain.Job{}, fmt.Errorf("jobs: publish: %w", err)
+	}
+	s.log.Info("job submitted", "job_id", job.ID, "job_name", kind, "server_id", srv.ID, "segment", segment)
+	return job, nil
+}
+
+// Get returns a job whose server is visible to p.
+func (s *Service) Get(ctx context.Context, p *domain.Principal, id string) (domain.Job, error) {
+	return s.store.GetJob(ctx, store.ScopeOf(p), id)
+}
+
+// History lists jobs visible to p.
+func (s *Service) History(ctx context.Context, p *domain.Principal, f domain.JobFilter) ([]domain.Job, int64, error) {
+	if f.Limit <= 0 || f.Limit > 500 {
+		f.Limit = 50
+	}
+	if f.Offset < 0 {
+		f.Offset = 0
+	}
+	if f.Status != "" && !f.Status.Valid() {
+		return nil, 0, domain.Invalid("invalid_status", fmt.Sprintf("unknown job status %q", f.Status))
+	}
+	return s.store.ListJobs(ctx, store.ScopeOf(p), f)
+}
+
+// FilterOptions lists the statuses and job names for the history filters.
+func (s *Service) FilterOptions(ctx context.Context, p *domain.Principal) (statuses, names []string, err error) {
+	_, names, err = s.store.JobFilterOptions(ctx, store.ScopeOf(p))
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, st := range domain.JobStatuses {
+		statuses = append(statuses, string(st))
+	}
+	seen := map[string]bool{}
+	for _, n := range names {
+		seen[n] = true
+	}
+	for _, k := range domain.JobKinds {
+		if !seen[string(k)] {
+			names = append(names, string(k))
+		}
+	}
+	return statuses, names, nil
+}
+
+// ActiveJob returns the running or pending job of a visible server.
+func (s *Service) ActiveJob(ctx context.Context, p *domain.Principal, serverID string) (domain.Job, error) {
+	if _, err := s.store.GetServer(ctx, store.ScopeOf(p), serverID); err != nil {
+		return domain.Job{}, err
+	}
+	return s.store.ActiveJob(ctx, store.ScopeOf(p), serverID)
+}
+
+// MaxOutputRead bounds one ssh-output response; the client polls on with
+// the returned offset.
+const MaxOutputRead = 8 << 20
+
+// Output returns a visible job's console output from a byte offset.
+func (s *Service) Output(ctx context.Context, p *domain.Principal, id string, offset int64) (domain.JobOutput, error) {
+	if offset < 0 {
+		return domain.JobOutput{}, domain.Invalid("invalid_offset", "offset must not be negative")
+	}
+	return s.store.ReadOutput(ctx, store.ScopeOf(p), id, offset, MaxOutputRead)
+}
+
+// Abort stops a visible job. A pending job is aborted at once; a running
+// one through its worker, which kills the remote command. If no worker
+// answers, the job is marked aborted and its lock released.
+func (s *Service) Abort(ctx context.Context, p *domain.Principal, id string) (domain.Job, error) {
+	job, err := s.store.GetJob(ctx, store.ScopeOf(p), id)
+	if err != nil {
+		return domain.Job{}, err
+	}
+	who := "a user"
+	if p != nil {
+		who = p.Username
+	}
+	switch job.Status {
+	case domain.JobPending:
+		if _, err := s.finish(ctx, job.ID, store.JobUpdate{Status: domain.JobAborted, At: s.now(), Error: "aborted by " + who + " before it started"}); err != nil {
+			return domain.Job{}, err
+		}
+		return s.store.GetJob(ctx, store.SystemScope, id)
+	case domain.JobStarted, domain.JobRunning:
+	default:
+		return job, nil
+	}
+	req, _ := json.Marshal(bus.ControlMsg{V: bus.MessageVersion, Type: bus.TypeAbort, JobID: id, Reason: "aborted by " + who})
+	if _, err := s.bus.Request(ctx, bus.JobControlSubject(id), req, 3*time.Second); err != nil {
+		s.log.Warn("abort: worker did not answer", "job_id", id, "err", err)
+		if _, err := s.finish(ctx, job.ID, store.JobUpdate{Status: domain.JobAborted, At: s.now(),
+			Error: "aborted by " + who + "; the worker did not answer, the remote command may still run"}); err != nil {
+			return domain.Job{}, err
+		}
+		return s.store.GetJob(ctx, store.SystemScope, id)
+	}
+	deadline := time.Now().Add(abortWait)
+	for time.Now().Before(deadline) {
+		j, err := s.store.GetJob(ctx, store.SystemScope, id)
+		if err == nil && j.Status.Terminal() {
+			return j, nil
+		}
+		select {
+		case <-ctx.Done():
+			return domain.Job{}, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return s.store.GetJob(ctx, store.SystemScope, id)
+}
+
+// finish records a final state decided by the control plane (abort of a
+// job no worker runs, reaper) and does what every final state does.
+func (s *Service) finish(ctx context.Context, id string, u store.JobUpdate) (domain.Job, error) {
+	job, changed, err := s.complete(ctx, id, u)
+	if err == nil && changed {
+		s.announce(job)
+	}
+	return job, err
+}
+
+// complete applies a final state: the finish hooks run first (with the job
+// as it is about to be recorded), so a job never reads as final before its
+// effects (a promoted key, a deleted server) are stored; then the state is
+// recorded and the server lock released. Hooks are idempotent, so a
+// redelivered event or a second replica running them again is harmless.
+func (s *Service) complete(ctx context.Context, id string, u store.JobUpdate) (domain.Job, bool, error) {
+	cur, err := s.store.JobState(ctx, id)
+	if err != nil {
+		return domain.Job{}, false, err
+	}
+	if !domain.CanTransition(cur.Status, u.Status) || (u.WorkerID != "" && cur.WorkerID != "" && cur.WorkerID != u.WorkerID) {
+		return cur, false, nil
+	}
+	next := cur
+	next.Status, next.Error, next.Result, next.ExitCode, next.FinishedAt = u.Status, u.Error, u.Result, u.ExitCode, &u.At
+	s.mu.RLock()
+	hooks := s.hooks[cur.Kind]
+	s.mu.RUnlock()
+	for _, h := range hooks {
+		if err := h(ctx, next); err != nil {
+			s.log.Error("job finish hook failed", "job_id", id, "job_name", cur.Kind, "err", err)
+		}
+	}
+	job, changed, err := s.store.TransitionJob(ctx, id, u)
+	if err != nil || !changed {
+		return job, changed, err
+	}
+	s.releaseLock(ctx, job.ServerID, job.ID)
+	s.log.Info("job finished", "job_id", job.ID, "job_name", job.Kind, "server_id", job.ServerID, "status", job.Status, "error", job.Error)
+	return job, true, nil
+}
+
+// announce publishes a state decided by the control plane so live
+// followers see it (the ingest ignores it: the row already has it).
+func (s *Service) announce(job domain.Job) {
+	msg, _ := json.Marshal(bus.StateMsg{V: bus.MessageVersion, Type: bus.TypeState, JobID: job.ID,
+		WorkerID: job.WorkerID, Status: string(job.Status), At: s.now(), Error: job.Error, ExitCode: job.ExitCode})
+	if s.bus != nil {
+		_ = s.bus.Notify(bus.JobStateSubject(job.ID), msg)
+	}
+}
+
+// Run serves the control-plane side until ctx ends: the credential
+// responder, the ingest and the reaper. Every replica runs it.
+func (s *Service) Run(ctx context.Context) error {
+	var stop func()
+	for stop == nil {
+		st, err := s.ServeCredentials()
+		if err == nil {
+			stop = st
+			break
+		}
+		s.log.Warn("credential responder unavailable, retrying", "err", err)
+		if !sleepCtx(ctx, time.Second) {
+			return nil
+		}
+	}
+	defer stop()
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); _ = s.RunIngest(ctx) }()
+	go func() { defer wg.Done(); _ = s.RunReaper(ctx) }()
+	wg.Wait()
+	return nil
+}

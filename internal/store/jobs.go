@@ -1,0 +1,299 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/lcmproject/lcm/internal/domain"
+)
+
+// CreateJob stores a new job row.
+func (s *Store) CreateJob(ctx context.Context, j domain.Job) error {
+	row := jobRow{ID: j.ID, Kind: string(j.Kind), ServerID: j.ServerID, Segment: j.Segment, Status: string(j.Status),
+		CreatedBy: j.CreatedBy, CreatedAt: j.CreatedAt, Params: string(j.Params)}
+	if row.CreatedAt.IsZero() {
+		row.CreatedAt = time.Now().UTC()
+	}
+	return mapErr(s.conn(ctx).Create(&row).Error, "job")
+}
+
+// DeleteJob removes a job that never reached the bus (submit rollback).
+func (s *Store) DeleteJob(ctx context.Context, id string) error {
+	return mapErr(s.conn(ctx).Where("id = ?", id).Delete(&jobRow{}).Error, "job")
+}
+
+// GetJob returns a job whose server is visible in sc.
+func (s *Store) GetJob(ctx context.Context, sc Scope, id string) (domain.Job, error) {
+	var row jobRow
+	q := applyServerScope(s.conn(ctx).Model(&jobRow{}), "server_id", sc)
+	if err := q.Where("id = ?", id).Take(&row).Error; err != nil {
+		return domain.Job{}, mapErr(err, "job")
+	}
+	out, err := s.decorateJobs(ctx, []jobRow{row})
+	if err != nil {
+		return domain.Job{}, err
+	}
+	return out[0], nil
+}
+
+// JobState returns a job by id without its server name (system use on the
+// hot paths: claim, ingest, reaper).
+func (s *Store) JobState(ctx context.Context, id string) (domain.Job, error) {
+	var row jobRow
+	if err := s.conn(ctx).Where("id = ?", id).Take(&row).Error; err != nil {
+		return domain.Job{}, mapErr(err, "job")
+	}
+	return jobFromRow(row), nil
+}
+
+// ListJobs returns the history visible in sc, newest first, and the total
+// number of matching jobs.
+func (s *Store) ListJobs(ctx context.Context, sc Scope, f domain.JobFilter) ([]domain.Job, int64, error) {
+	q := applyServerScope(s.conn(ctx).Model(&jobRow{}), "server_id", sc)
+	if f.ServerID != "" {
+		q = q.Where("server_id = ?", f.ServerID)
+	}
+	if f.Status != "" {
+		q = q.Where("status = ?", string(f.Status))
+	}
+	if f.Kind != "" {
+		q = q.Where("kind = ?", string(f.Kind))
+	}
+	var total int64
+	if err := q.Count(&total).Error; err != nil {
+		return nil, 0, mapErr(err, "jobs")
+	}
+	var rows []jobRow
+	if err := q.Order("created_at DESC, id DESC").Limit(f.Limit).Offset(f.Offset).Find(&rows).Error; err != nil {
+		return nil, 0, mapErr(err, "jobs")
+	}
+	out, err := s.decorateJobs(ctx, rows)
+	return out, total, err
+}
+
+// JobFilterOptions lists the statuses and job names present in sc's history.
+func (s *Store) JobFilterOptions(ctx context.Context, sc Scope) (statuses, kinds []string, err error) {
+	q := func() *gorm.DB { return applyServerScope(s.conn(ctx).Model(&jobRow{}), "server_id", sc) }
+	if err = q().Distinct().Order("status").Pluck("status", &statuses).Error; err != nil {
+		return nil, nil, mapErr(err, "jobs")
+	}
+	if err = q().Distinct().Order("kind").Pluck("kind", &kinds).Error; err != nil {
+		return nil, nil, mapErr(err, "jobs")
+	}
+	return orEmpty(statuses), orEmpty(kinds), nil
+}
+
+// ActiveJob returns the pending or running job of a visible server.
+func (s *Store) ActiveJob(ctx context.Context, sc Scope, serverID string) (domain.Job, error) {
+	var row jobRow
+	q := applyServerScope(s.conn(ctx).Model(&jobRow{}), "server_id", sc)
+	if err := q.Where("server_id = ? AND status IN ?", serverID, activeStatuses()).Order("created_at DESC").Take(&row).Error; err != nil {
+		return domain.Job{}, mapErr(err, "active job")
+	}
+	out, err := s.decorateJobs(ctx, []jobRow{row})
+	if err != nil {
+		return domain.Job{}, err
+	}
+	return out[0], nil
+}
+
+// ActiveJobID returns the id of a server's pending or running job, or "".
+func (s *Store) ActiveJobID(ctx context.Context, serverID string) (string, error) {
+	var ids []string
+	err := s.conn(ctx).Model(&jobRow{}).Where("server_id = ? AND status IN ?", serverID, activeStatuses()).
+		Limit(1).Pluck("id", &ids).Error
+	if err != nil || len(ids) == 0 {
+		return "", mapErr(err, "jobs")
+	}
+	return ids[0], nil
+}
+
+func (s *Store) decorateJobs(ctx context.Context, rows []jobRow) ([]domain.Job, error) {
+	out := make([]domain.Job, len(rows))
+	if len(rows) == 0 {
+		return out, nil
+	}
+	idSet := map[string]bool{}
+	var ids []string
+	for _, r := range rows {
+		if !idSet[r.ServerID] {
+			idSet[r.ServerID] = true
+			ids = append(ids, r.ServerID)
+		}
+	}
+	var srv []serverRow
+	if err := s.conn(ctx).Select("id", "name").Where("id IN ?", ids).Find(&srv).Error; err != nil {
+		return nil, mapErr(err, "servers")
+	}
+	names := map[string]string{}
+	for _, r := range srv {
+		names[r.ID] = r.Name
+	}
+	for i, r := range rows {
+		out[i] = jobFromRow(r)
+		out[i].ServerName = names[r.ServerID]
+	}
+	return out, nil
+}
+
+func jobFromRow(r jobRow) domain.Job {
+	return domain.Job{
+		ID: r.ID, Kind: domain.JobKind(r.Kind), ServerID: r.ServerID, Segment: r.Segment,
+		Status: domain.JobStatus(r.Status), WorkerID: r.WorkerID, CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt,
+		StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, HeartbeatAt: r.HeartbeatAt, ExitCode: r.ExitCode,
+		Error: r.Error, OutputBytes: r.OutputBytes, Params: []byte(r.Params), Result: []byte(r.Result),
+	}
+}
+
+// ClaimJob moves a pending job to started for a worker: the claim is the
+// credential request, so a job runs on exactly one worker even if its queue
+// message is redelivered. A repeated claim by the same worker succeeds; any
+// other state is a conflict with code "not_claimable".
+func (s *Store) ClaimJob(ctx context.Context, jobID, serverID, workerID string, at time.Time) (domain.Job, error) {
+	var out domain.Job
+	err := s.InTx(ctx, func(tx *Store) error {
+		var row jobRow
+		if err := tx.conn(ctx).Where("id = ?", jobID).Take(&row).Error; err != nil {
+			return mapErr(err, "job")
+		}
+		if row.ServerID != serverID {
+			return domain.Conflict("not_claimable", "job belongs to another server")
+		}
+		switch domain.JobStatus(row.Status) {
+		case domain.JobPending:
+			res := tx.conn(ctx).Model(&jobRow{}).Where("id = ? AND status = ?", jobID, row.Status).
+				Updates(map[string]any{"status": string(domain.JobStarted), "worker_id": workerID,
+					"started_at": at, "heartbeat_at": at})
+			if res.Error != nil {
+				return mapErr(res.Error, "job")
+			}
+			if res.RowsAffected != 1 {
+				return domain.Conflict("not_claimable", "job was claimed concurrently")
+			}
+			row.Status, row.WorkerID, row.StartedAt, row.HeartbeatAt = string(domain.JobStarted), workerID, &at, &at
+		case domain.JobStarted, domain.JobRunning:
+			if row.WorkerID != workerID {
+				return domain.Conflict("not_claimable", "job runs on another worker")
+			}
+		default:
+			return domain.Conflict("not_claimable", "job is "+row.Status)
+		}
+		out = jobFromRow(row)
+		return nil
+	})
+	return out, err
+}
+
+// JobUpdate is a state change reported for a job.
+type JobUpdate struct {
+	Status   domain.JobStatus
+	WorkerID string // when set, only that worker's job changes
+	At       time.Time
+	ExitCode *int
+	Error    string
+	Result   []byte
+	// OutputBytes is the output size the worker produced; the row's
+	// output_bytes grows to it, so "complete" waits for every chunk.
+	OutputBytes int64
+}
+
+// TransitionJob applies u if the state machine allows it. It reports
+// whether the job changed; a repeated or out-of-order update is ignored, so
+// redelivered events are harmless.
+func (s *Store) TransitionJob(ctx context.Context, jobID string, u JobUpdate) (domain.Job, bool, error) {
+	var out domain.Job
+	changed := false
+	err := s.InTx(ctx, func(tx *Store) error {
+		var row jobRow
+		if err := tx.conn(ctx).Where("id = ?", jobID).Take(&row).Error; err != nil {
+			return mapErr(err, "job")
+		}
+		from := domain.JobStatus(row.Status)
+		if !domain.CanTransition(from, u.Status) || (u.WorkerID != "" && row.WorkerID != "" && row.WorkerID != u.WorkerID) {
+			out = jobFromRow(row)
+			return nil
+		}
+		set := map[string]any{"status": string(u.Status)}
+		if u.Status.Terminal() {
+			set["finished_at"] = u.At
+			if u.ExitCode != nil {
+				set["exit_code"] = *u.ExitCode
+			}
+			if u.Error != "" {
+				set["error"] = u.Error
+			}
+			if len(u.Result) > 0 {
+				set["result"] = string(u.Result)
+			}
+		}
+		if u.OutputBytes > row.OutputBytes {
+			set["output_bytes"] = u.OutputBytes
+		}
+		if row.StartedAt == nil && (u.Status == domain.JobStarted || u.Status == domain.JobRunning) {
+			set["started_at"] = u.At
+		}
+		res := tx.conn(ctx).Model(&jobRow{}).Where("id = ? AND status = ?", jobID, row.Status).Updates(set)
+		if res.Error != nil {
+			return mapErr(res.Error, "job")
+		}
+		if res.RowsAffected == 0 {
+			out = jobFromRow(row)
+			return nil
+		}
+		changed = true
+		out = jobFromRow(row)
+		out.Status = u.Status
+		if u.Status.Terminal() {
+			out.FinishedAt, out.ExitCode, out.Error = &u.At, u.ExitCode, u.Error
+			if len(u.Result) > 0 {
+				out.Result = u.Result
+			}
+		}
+		if v, ok := set["output_bytes"].(int64); ok {
+			out.OutputBytes = v
+		}
+		if v, ok := set["started_at"].(time.Time); ok {
+			out.StartedAt = &v
+		}
+		return nil
+	})
+	if err != nil {
+		return domain.Job{}, false, err
+	}
+	return out, changed, nil
+}
+
+// JobHeartbeat records a worker's heartbeat for an active job.
+func (s *Store) JobHeartbeat(ctx context.Context, jobID, workerID string, at time.Time) error {
+	return mapErr(s.conn(ctx).Model(&jobRow{}).
+		Where("id = ? AND worker_id = ? AND status IN ? AND (heartbeat_at IS NULL OR heartbeat_at < ?)", jobID, workerID, activeStatuses(), at).
+		Update("heartbeat_at", at).Error, "job")
+}
+
+// StaleJobs returns started or running jobs whose last heartbeat is older
+// than before, and pending jobs created before pendingBefore.
+func (s *Store) StaleJobs(ctx context.Context, before, pendingBefore time.Time) ([]domain.Job, error) {
+	var rows []jobRow
+	err := s.conn(ctx).Where("(status IN ? AND heartbeat_at < ?) OR (status = ? AND created_at < ?)",
+		[]string{string(domain.JobStarted), string(domain.JobRunning)}, before,
+		string(domain.JobPending), pendingBefore).Find(&rows).Error
+	if err != nil {
+		return nil, mapErr(err, "jobs")
+	}
+	return s.decorateJobs(ctx, rows)
+}
+
+// ActiveJobs returns every pending, started or running job (lock upkeep).
+func (s *Store) ActiveJobs(ctx context.Context) ([]domain.Job, error) {
+	var rows []jobRow
+	if err := s.conn(ctx).Where("status IN ?", activeStatuses()).Find(&rows).Error; err != nil {
+		return nil, mapErr(err, "jobs")
+	}
+	out := make([]domain.Job, len(rows))
+	for i, r := range rows {
+		out[i] = jobFromRow(r)
+	}
+	return out, nil
+}
