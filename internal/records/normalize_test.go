@@ -30,6 +30,8 @@ func TestNormalizeSetValid(t *testing.T) {
 			RecordSet{Name: "alias", Type: "CNAME", Records: []string{"target.example.net."}}},
 		{"TXT free text keeps spaces", RecordSet{Name: "@", Type: "TXT", Records: []string{`v=spf1 a "x" ~all`}},
 			RecordSet{Name: "@", Type: "TXT", Records: []string{`"v=spf1 a \"x\" ~all"`}}},
+		{"TXT free text keeps semicolons", RecordSet{Name: "_dmarc", Type: "TXT", Records: []string{"v=DMARC1; p=none"}},
+			RecordSet{Name: "_dmarc", Type: "TXT", Records: []string{`"v=DMARC1; p=none"`}}},
 		{"TXT quoted with semicolon", RecordSet{Name: "_dmarc", Type: "TXT", Records: []string{`"v=DMARC1; p=none"`}},
 			RecordSet{Name: "_dmarc", Type: "TXT", Records: []string{`"v=DMARC1; p=none"`}}},
 		{"SRV", RecordSet{Name: "_sip._tcp", Type: "SRV", Records: []string{"10 60 5060 SIP"}},

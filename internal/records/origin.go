@@ -64,3 +64,13 @@ type ZoneSet struct {
 	RecordSet
 	Origin Origin `json:"origin"`
 }
+
+// ParseOriginKind is the inverse of OriginKind.String.
+func ParseOriginKind(s string) (OriginKind, bool) {
+	for _, k := range []OriginKind{OriginManual, OriginTemplate, OriginSyncGroup, OriginSource} {
+		if k.String() == s {
+			return k, true
+		}
+	}
+	return 0, false
+}

@@ -35,16 +35,17 @@ func canonicalValue(origin, fqdn, typ, value string, relOrigin bool) (string, er
 	if len(v) > MaxValueLen {
 		return "", badValue("record_too_long", "record value longer than %d bytes", MaxValueLen)
 	}
+	// Free TXT text is quoted first, so a DMARC value such as
+	// "v=DMARC1; p=none" keeps its ';' as text instead of being refused as
+	// a zone-file comment.
+	if typ == "TXT" && !strings.HasPrefix(v, `"`) {
+		v = quoteTXT(v)
+	}
 	if err := screenValue(v); err != nil {
 		return "", err
 	}
-	switch typ {
-	case "A", "AAAA":
+	if typ == "A" || typ == "AAAA" {
 		return canonicalAddr(typ, v)
-	case "TXT":
-		if !strings.HasPrefix(v, `"`) {
-			v = quoteTXT(v)
-		}
 	}
 	rr, err := parseOne(origin, fqdn, typ, v)
 	if err != nil {
