@@ -36,7 +36,7 @@ if pgrep -x sshd >/dev/null && ss -ltn | grep -qE '(0\.0\.0\.0|\*):22 '; then
 fi
 
 log "Debian test hosts"
-bash deploy/testhosts/testhosts.sh up 3
+bash deploy/testhosts/testhosts.sh up 6
 eval "$(bash deploy/testhosts/testhosts.sh env)"
 
 log "build"

@@ -211,6 +211,10 @@ func TestAccessLogNeverHasSecrets(t *testing.T) {
 	a := testutil.StartAPI(t, testutil.APIOptions{Dev: true, Args: []string{"-debug"}})
 	a.Do("GET", "/api/v1/health?token=abcdef123456&x=1", "Bearer-secret-token", nil, nil)
 	a.Do("POST", "/api/v1/does-not-exist", "", map[string]string{"password": "hunter2hunter2"}, nil)
+	// The access-log line is written after the response: wait for it.
+	testutil.WaitFor(t, 5*time.Second, "access log line of the 404", func() bool {
+		return strings.Contains(a.Stderr(), "path=/api/v1/does-not-exist")
+	})
 	logs := a.Stderr()
 	for _, secretText := range []string{"abcdef123456", "hunter2hunter2", "Bearer-secret-token"} {
 		if strings.Contains(logs, secretText) {

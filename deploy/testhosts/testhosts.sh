@@ -235,8 +235,11 @@ start_host() {
 		bash "$SELF" _inner "$i" </dev/null >>"$dir/sshd.log" 2>&1 9>&- &
 	echo "$!" >"$dir/pid"
 	local deadline=$((SECONDS + 30))
+	local started=$!
 	until ssh_banner "$addr"; do
-		if ! host_pid "$i" >/dev/null; then
+		# kill -0, not host_pid: right after the fork the child may not have
+		# exec'd unshare yet, so its cmdline does not name the host yet.
+		if ! kill -0 "$started" 2>/dev/null; then
 			tail -n 20 "$dir/sshd.log" >&2 || true
 			die "host $i exited during start, see $dir/sshd.log"
 		fi
