@@ -71,6 +71,14 @@ func For(kind domain.JobKind) (Action, error) {
 		return RotateKey{}, nil
 	case domain.JobDecommission:
 		return Decommission{}, nil
+	case domain.JobRefresh:
+		return RefreshJob{}, nil
+	case domain.JobPackageAction:
+		return PackageJob{}, nil
+	case domain.JobReboot:
+		return RebootJob{}, nil
+	case domain.JobStorageSample:
+		return StorageSampleJob{}, nil
 	}
 	return nil, domain.Invalid("unknown_job_kind", fmt.Sprintf("unknown job kind %q", kind))
 }

@@ -85,6 +85,13 @@ type StateMsg struct {
 	Result   json.RawMessage `json:"result,omitempty"`
 	// OutputBytes is the job's output size when the state was sent.
 	OutputBytes int64 `json:"output_bytes,omitempty"`
+	// Data is a final state's payload for the control plane (a refresh's
+	// gzipped facts and inventory, actions.EncodeRefresh). It reaches the
+	// finish hooks and is not stored with the job.
+	Data []byte `json:"data,omitempty"`
+	// Unreachable marks a final state whose error is a transport failure
+	// (the server could not be reached), as opposed to a command failure.
+	Unreachable bool `json:"unreachable,omitempty"`
 }
 
 // CredsRequest asks, on SubjectCredsRequest, for the credentials of a job's

@@ -95,7 +95,8 @@ const (
 )
 
 // JobKinds lists every kind (filter options).
-var JobKinds = []JobKind{JobJoin, JobConnectivity, JobUpgradeSecurity, JobRotateKey, JobReconnect, JobDecommission}
+var JobKinds = append([]JobKind{JobJoin, JobConnectivity, JobUpgradeSecurity, JobRotateKey, JobReconnect, JobDecommission},
+	InventoryJobKinds...)
 
 // String returns the wire value.
 func (k JobKind) String() string { return string(k) }
@@ -121,6 +122,12 @@ type Job struct {
 	// worker reported at the end (facts, JSON). Neither holds a secret.
 	Params []byte
 	Result []byte
+	// Data and Unreachable exist only while the finish hooks run (never
+	// stored): the worker's payload for the control plane (a refresh's
+	// encoded facts and inventory) and whether the job failed because the
+	// server could not be reached.
+	Data        []byte
+	Unreachable bool
 }
 
 // JobFilter selects jobs in the history.

@@ -290,13 +290,7 @@ func (s *Service) Decommission(ctx context.Context, p *domain.Principal, id stri
 
 func (s *Service) afterKeyJob(ctx context.Context, job domain.Job) error {
 	if job.Status != domain.JobSuccess {
-		if err := s.store.DropPendingKey(ctx, job.ServerID); err != nil {
-			return err
-		}
-		if job.Kind == domain.JobJoin {
-			return s.store.SetServerStatus(ctx, job.ServerID, domain.ServerUnreachable)
-		}
-		return nil
+		return s.store.DropPendingKey(ctx, job.ServerID)
 	}
 	if err := s.store.PromotePendingKey(ctx, job.ServerID, true); err != nil {
 		return err
@@ -304,9 +298,11 @@ func (s *Service) afterKeyJob(ctx context.Context, job domain.Job) error {
 	return s.recordFacts(ctx, job)
 }
 
+// afterCheck records what a successful check learned; the traffic light
+// (also of a failed check) is computed by package status's finish hook.
 func (s *Service) afterCheck(ctx context.Context, job domain.Job) error {
-	if job.Status == domain.JobFailed {
-		return s.store.SetServerStatus(ctx, job.ServerID, domain.ServerUnreachable)
+	if job.Status != domain.JobSuccess {
+		return nil
 	}
 	return s.recordFacts(ctx, job)
 }

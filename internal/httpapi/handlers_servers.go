@@ -44,7 +44,38 @@ func (s *Server) listServers(c *gin.Context) {
 	for i, srv := range list {
 		out[i] = toServerDTO(srv)
 	}
+	if !s.addStatus(c, out) {
+		return
+	}
 	c.JSON(http.StatusOK, out)
+}
+
+// addStatus fills the traffic light and its insights from package status
+// (one batched read for the whole page); false after an error response.
+func (s *Server) addStatus(c *gin.Context, out []serverDTO) bool {
+	if s.deps.Services.Status == nil || len(out) == 0 {
+		return true
+	}
+	ids := make([]string, len(out))
+	for i := range out {
+		ids[i] = out[i].ID
+	}
+	st, err := s.deps.Services.Status.Of(c.Request.Context(), principal(c), ids)
+	if err != nil {
+		s.respondError(c, err)
+		return false
+	}
+	for i := range out {
+		r, ok := st[out[i].ID]
+		if !ok {
+			continue
+		}
+		out[i].Status = string(r.Status)
+		for _, in := range r.Insights {
+			out[i].Insights = append(out[i].Insights, insightDTO{Level: string(in.Level), Code: in.Code, Text: in.Text})
+		}
+	}
+	return true
 }
 
 func (s *Server) probeServer(c *gin.Context) {
@@ -81,7 +112,11 @@ func (s *Server) getServer(c *gin.Context) {
 		s.respondError(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, toServerDTO(srv))
+	out := []serverDTO{toServerDTO(srv)}
+	if !s.addStatus(c, out) {
+		return
+	}
+	c.JSON(http.StatusOK, out[0])
 }
 
 func (s *Server) updateServerSettings(c *gin.Context) {

@@ -121,7 +121,7 @@ func (s *Service) applyState(ctx context.Context, st bus.StateMsg) error {
 		return nil
 	}
 	u := store.JobUpdate{Status: status, WorkerID: st.WorkerID, At: st.At, ExitCode: st.ExitCode, Error: st.Error,
-		Result: st.Result, OutputBytes: st.OutputBytes}
+		Result: st.Result, OutputBytes: st.OutputBytes, Data: st.Data, Unreachable: st.Unreachable}
 	var err error
 	if status.Terminal() {
 		_, _, err = s.complete(ctx, st.JobID, u)

@@ -302,6 +302,7 @@ func (s *Service) complete(ctx context.Context, id string, u store.JobUpdate) (d
 	}
 	next := cur
 	next.Status, next.Error, next.Result, next.ExitCode, next.FinishedAt = u.Status, u.Error, u.Result, u.ExitCode, &u.At
+	next.Data, next.Unreachable = u.Data, u.Unreachable
 	s.mu.RLock()
 	hooks := s.hooks[cur.Kind]
 	s.mu.RUnlock()

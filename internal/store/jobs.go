@@ -197,6 +197,10 @@ type JobUpdate struct {
 	// OutputBytes is the output size the worker produced; the row's
 	// output_bytes grows to it, so "complete" waits for every chunk.
 	OutputBytes int64
+	// Data and Unreachable are handed to the finish hooks (domain.Job's
+	// fields of the same names); they are not stored.
+	Data        []byte
+	Unreachable bool
 }
 
 // TransitionJob applies u if the state machine allows it. It reports

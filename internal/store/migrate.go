@@ -33,6 +33,7 @@ func allMigrations() []Migration {
 		platformMigrations,
 		identityMigrations,
 		fleetMigrations,
+		inventoryMigrations,
 		recordsMigrations,
 		portalMigrations,
 	} {

@@ -269,18 +269,14 @@ type ServerFacts struct {
 	OSName, OSVersion, Kernel, Virtualization, Hostname, PkgFamily string
 }
 
-// RecordServerFacts stores facts and marks the server seen and green.
+// RecordServerFacts stores facts and marks the server seen; the traffic
+// light is package status's (SaveStatus).
 func (s *Store) RecordServerFacts(ctx context.Context, id string, f ServerFacts) error {
 	now := time.Now().UTC()
 	row := serverRow{OSName: f.OSName, OSVersion: f.OSVersion, Kernel: f.Kernel, Virtualization: f.Virtualization,
-		Hostname: f.Hostname, PkgFamily: f.PkgFamily, LastSeenAt: &now, Status: string(domain.ServerGreen), UpdatedAt: now}
+		Hostname: f.Hostname, PkgFamily: f.PkgFamily, LastSeenAt: &now, UpdatedAt: now}
 	return s.updateServer(ctx, id, &row, "os_name", "os_version", "kernel", "virtualization", "hostname",
-		"pkg_family", "last_seen_at", "status", "updated_at")
-}
-
-// SetServerStatus sets the traffic light.
-func (s *Store) SetServerStatus(ctx context.Context, id string, st domain.ServerStatus) error {
-	return s.updateServer(ctx, id, &serverRow{Status: string(st), UpdatedAt: time.Now().UTC()}, "status", "updated_at")
+		"pkg_family", "last_seen_at", "updated_at")
 }
 
 func (s *Store) updateServer(ctx context.Context, id string, row *serverRow, cols ...string) error {

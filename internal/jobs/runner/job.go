@@ -64,13 +64,13 @@ func (w *Worker) handle(ctx context.Context, seg string, msg bus.Msg) {
 
 	out := newOutput(ctx, w.cfg.Bus, jm.JobID)
 	w.announceRunning(jm.JobID)
-	res, runErr := w.execute(runCtx, jm, creds, out)
+	res, data, runErr := w.execute(runCtx, jm, creds, out)
 	creds = credbox.Credentials{} // drop the secrets as soon as the job ran
 	_ = out.Close()
 	close(hbDone)
 	<-hbStopped
 
-	final := bus.StateMsg{JobID: jm.JobID, Status: string(domain.JobSuccess), OutputBytes: out.Bytes()}
+	final := bus.StateMsg{JobID: jm.JobID, Status: string(domain.JobSuccess), OutputBytes: out.Bytes(), Data: data}
 	code := res.ExitCode
 	final.ExitCode = &code
 	if r, err := json.Marshal(res); err == nil {
@@ -84,6 +84,7 @@ func (w *Worker) handle(ctx context.Context, seg string, msg bus.Msg) {
 		final.Status, final.Error = string(domain.JobFailed), "the worker shut down before the job finished"
 	default:
 		final.Status, final.Error = string(domain.JobFailed), describe(runErr)
+		final.Unreachable = unreachable(runErr)
 	}
 	w.publishState(ctx, final)
 	_ = msg.Ack()
@@ -110,14 +111,27 @@ func describe(err error) string {
 	return err.Error()
 }
 
-func (w *Worker) execute(ctx context.Context, jm bus.JobMsg, c credbox.Credentials, out *output) (actions.Result, error) {
+// unreachable reports whether err means the server could not be reached
+// (connection refused or lost, dial or handshake deadline), as opposed to a
+// command that ran and failed or timed out.
+func unreachable(err error) bool {
+	if errors.Is(err, remote.ErrUnreachable) {
+		return true
+	}
+	var re *remote.Error
+	return errors.As(err, &re) && re.Kind == remote.ErrTimeout && (re.Op == "dial" || re.Op == "handshake")
+}
+
+// execute runs the job's action; a DataAction's payload is returned for
+// the final state message.
+func (w *Worker) execute(ctx context.Context, jm bus.JobMsg, c credbox.Credentials, out *output) (actions.Result, []byte, error) {
 	act, err := actions.For(domain.JobKind(jm.Kind))
 	if err != nil {
-		return actions.Result{}, err
+		return actions.Result{}, nil, err
 	}
 	target, err := targetOf(c, c.User, c.PrivateKey, c.Password)
 	if err != nil {
-		return actions.Result{}, err
+		return actions.Result{}, nil, err
 	}
 	target.Timeouts = w.cfg.Timeouts
 	var ex remote.Executor
@@ -125,7 +139,7 @@ func (w *Worker) execute(ctx context.Context, jm bus.JobMsg, c credbox.Credentia
 		// Bootstrap logins are one-off: never pooled with management ones.
 		cl, err := sshexec.Dial(ctx, target)
 		if err != nil {
-			return actions.Result{}, err
+			return actions.Result{}, nil, err
 		}
 		defer cl.Close()
 		ex = cl
@@ -141,7 +155,11 @@ func (w *Worker) execute(ctx context.Context, jm bus.JobMsg, c credbox.Credentia
 			t.Timeouts = w.cfg.Timeouts
 			return sshexec.Dial(ctx, t)
 		}}
-	return act.Run(ctx, env)
+	if da, ok := act.(actions.DataAction); ok {
+		return da.RunData(ctx, env)
+	}
+	res, err := act.Run(ctx, env)
+	return res, nil, err
 }
 
 func targetOf(c credbox.Credentials, user, key, password string) (sshexec.Target, error) {

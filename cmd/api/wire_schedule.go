@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/lcmproject/lcm/internal/actions"
+	"github.com/lcmproject/lcm/internal/bus"
+	"github.com/lcmproject/lcm/internal/domain"
+	"github.com/lcmproject/lcm/internal/fleet"
+	"github.com/lcmproject/lcm/internal/inventory"
+	"github.com/lcmproject/lcm/internal/jobs"
+	"github.com/lcmproject/lcm/internal/schedule"
+	"github.com/lcmproject/lcm/internal/status"
+)
+
+// wireSchedule builds the inventory and status services, registers their
+// job finish hooks and starts the periodic-task scheduler, which schedules
+// only while this replica holds the leader lease. The scheduler stops with
+// ctx (it releases the lease; a.schedDone closes then). A scheduler that
+// cannot start is logged, not fatal: the API still serves. It returns the
+// services for the HTTP routes (httpapi.Services.Inventory and .Status).
+func (a *app) wireSchedule(ctx context.Context, fl *fleet.Service, js *jobs.Service) (*inventory.Service, *status.Service) {
+	statusSvc := status.New(a.store, a.log)
+	invSvc := inventory.New(a.store, inventory.Options{Log: a.log,
+		OnIngest: func(ctx context.Context, serverID string) error {
+			_, err := statusSvc.Recompute(ctx, serverID)
+			return err
+		}})
+	registerInventoryHooks(js, invSvc, statusSvc)
+	host, _ := os.Hostname()
+	lease, err := a.bus.NewLease(ctx, bus.BucketLeader, "scheduler", fmt.Sprintf("%s/%d", host, os.Getpid()), schedule.DefaultLeaseTTL)
+	if err != nil {
+		a.log.Error("scheduler not started", "err", err)
+		return invSvc, statusSvc
+	}
+	submitAll := func(kind domain.JobKind) func(context.Context) error {
+		return func(ctx context.Context) error { _, err := fl.SubmitToAll(ctx, kind); return err }
+	}
+	sch := schedule.New(schedule.Options{Lease: lease, Log: a.log,
+		Tasks: schedule.Registry(schedule.Hooks{AggregateStorage: invSvc.Aggregate, RecomputeStatus: statusSvc.RecomputeAll,
+			RefreshAll: submitAll(domain.JobRefresh), StorageSample: submitAll(domain.JobStorageSample)}),
+		Overrides: func(ctx context.Context) (map[string]schedule.Override, error) {
+			m := map[string]schedule.Override{}
+			_, err := a.store.GetSetting(ctx, schedule.SettingKey, &m)
+			return m, err
+		}})
+	if _, err := sch.Effective(ctx); err != nil {
+		a.log.Error("scheduler not started: invalid \"schedules\" setting", "err", err)
+		return invSvc, statusSvc
+	}
+	done := make(chan struct{})
+	go func() { defer close(done); _ = sch.Run(ctx) }()
+	a.schedDone = done
+	return invSvc, statusSvc
+}
+
+// registerInventoryHooks connects job results to the inventory and the
+// traffic light: refresh-carrying jobs are ingested (facts, packages,
+// storage sample), a storage sample is stored, and every finished job
+// updates the server's contact record and status. They run after fleet's
+// hooks (registered first), so the status sees the facts fleet recorded.
+func registerInventoryHooks(js *jobs.Service, inv *inventory.Service, st *status.Service) {
+	ingest := func(ctx context.Context, job domain.Job) error {
+		if len(job.Data) == 0 {
+			return nil // failed before the refresh ran
+		}
+		d, err := actions.DecodeRefresh(job.Data)
+		if err != nil {
+			return err
+		}
+		return inv.Ingest(ctx, job.ServerID, d.Facts, d.Inventory)
+	}
+	for _, k := range []domain.JobKind{domain.JobRefresh, domain.JobPackageAction, domain.JobUpgradeSecurity} {
+		js.OnFinish(k, ingest)
+	}
+	js.OnFinish(domain.JobStorageSample, func(ctx context.Context, job domain.Job) error {
+		if len(job.Data) == 0 {
+			return nil
+		}
+		d, err := actions.DecodeRefresh(job.Data)
+		if err != nil {
+			return err
+		}
+		at := job.CreatedAt
+		if job.FinishedAt != nil {
+			at = *job.FinishedAt
+		}
+		return inv.RecordStorage(ctx, job.ServerID, d.Facts.Filesystems, at)
+	})
+	for _, k := range domain.JobKinds {
+		js.OnFinish(k, func(ctx context.Context, job domain.Job) error {
+			if job.Kind == domain.JobDecommission && job.Status == domain.JobSuccess {
+				return nil // fleet's hook deleted the server
+			}
+			return st.JobFinished(ctx, job, job.Unreachable)
+		})
+	}
+}

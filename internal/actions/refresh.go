@@ -1,0 +1,221 @@
+package actions
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/lcmproject/lcm/internal/facts"
+	"github.com/lcmproject/lcm/internal/pkgmgr"
+	"github.com/lcmproject/lcm/internal/remote"
+)
+
+// listTimeout bounds a package listing: dpkg-query and an apt simulation
+// take seconds; rpm -qa on a slow disk tens of seconds.
+const listTimeout = 5 * time.Minute
+
+// Refresh collects the facts (one session running facts.Script()), detects
+// the package-manager family and lists installed and upgradable packages.
+// Listing failures of an unknown distribution leave the inventory empty
+// but keep the facts.
+func Refresh(ctx context.Context, ex remote.Executor, out io.Writer) (facts.Facts, pkgmgr.Inventory, error) {
+	f, err := collectAll(ctx, ex, out)
+	if err != nil {
+		return facts.Facts{}, pkgmgr.Inventory{}, err
+	}
+	fam, err := pkgmgr.FamilyFromOSRelease(f.OS.ID, f.OS.IDLike)
+	if err != nil {
+		fmt.Fprintf(out, "lcm: %v; package inventory skipped\n", err)
+		return f, pkgmgr.Inventory{}, nil
+	}
+	m, err := managerFor(fam, f.PackageManager)
+	if err != nil {
+		return f, pkgmgr.Inventory{}, failf("%v", err)
+	}
+	inv, err := listPackages(ctx, ex, out, m)
+	return f, inv, err
+}
+
+// collectAll runs the facts collector (one session) and parses its output.
+func collectAll(ctx context.Context, ex remote.Executor, out io.Writer) (facts.Facts, error) {
+	raw, code, err := capture(ctx, ex, out, remote.Command{Cmd: facts.Script()})
+	if err != nil {
+		return facts.Facts{}, err
+	}
+	if code != 0 {
+		return facts.Facts{}, failf("facts collection exited with code %d", code)
+	}
+	f, err := facts.Parse([]byte(raw))
+	if err != nil {
+		return facts.Facts{}, failf("facts could not be parsed: %v", err)
+	}
+	fmt.Fprintf(out, "lcm: %s, kernel %s, host %s\n", orDash(f.OS.PrettyName), orDash(f.Kernel), orDash(f.Hostname))
+	return f, nil
+}
+
+// managerFor picks the Manager; EL7 hosts that only have yum get yum.
+func managerFor(fam pkgmgr.Family, detected string) (pkgmgr.Manager, error) {
+	if fam == pkgmgr.FamilyDNF && detected == "yum" {
+		return pkgmgr.NewDNF("yum"), nil
+	}
+	return pkgmgr.New(fam)
+}
+
+func listPackages(ctx context.Context, ex remote.Executor, out io.Writer, m pkgmgr.Manager) (pkgmgr.Inventory, error) {
+	inv := pkgmgr.Inventory{Manager: m.Name()}
+	raw, code, err := capture(ctx, ex, out, remote.Command{Cmd: m.ListInstalled(), Timeout: listTimeout})
+	if err != nil {
+		return inv, err
+	}
+	if code != 0 {
+		return inv, failf("listing installed packages exited with code %d", code)
+	}
+	if inv.Packages, err = m.ParseInstalled([]byte(raw)); err != nil {
+		return inv, failf("installed packages could not be parsed: %v", err)
+	}
+	raw, code, err = capture(ctx, ex, out, remote.Command{Cmd: m.ListUpgradable(), Timeout: listTimeout})
+	if err != nil {
+		return inv, err
+	}
+	// dnf check-update exits 100 when updates exist; parsers judge output.
+	if code != 0 && code != 100 {
+		return inv, failf("listing upgradable packages exited with code %d", code)
+	}
+	if inv.Upgradable, err = m.ParseUpgradable([]byte(raw)); err != nil {
+		return inv, failf("upgradable packages could not be parsed: %v", err)
+	}
+	pkgmgr.FillCurrent(inv.Upgradable, inv.Packages)
+	sec := 0
+	for _, u := range inv.Upgradable {
+		if u.Security {
+			sec++
+		}
+	}
+	fmt.Fprintf(out, "lcm: %d packages installed (%s), %d upgradable, %d security\n", len(inv.Packages), m.Name(), len(inv.Upgradable), sec)
+	return inv, nil
+}
+
+// RefreshData is what a refresh (or a package action, which ends with one)
+// reports to the control plane; the worker has no database.
+type RefreshData struct {
+	Facts     facts.Facts      `json:"facts"`
+	Inventory pkgmgr.Inventory `json:"inventory"`
+}
+
+// EncodeRefresh gzips the data for the job's final state message: 1,500
+// packages are ~200 kB of JSON and ~25 kB gzipped, well inside NATS's 1 MB
+// message limit even for hosts with 10,000 packages.
+func EncodeRefresh(d RefreshData) ([]byte, error) {
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	if err := json.NewEncoder(zw).Encode(d); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// DecodeRefresh reverses EncodeRefresh.
+func DecodeRefresh(b []byte) (RefreshData, error) {
+	var d RefreshData
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		return d, fmt.Errorf("actions: refresh data: %w", err)
+	}
+	defer zr.Close()
+	if err := json.NewDecoder(io.LimitReader(zr, 64<<20)).Decode(&d); err != nil {
+		return d, fmt.Errorf("actions: refresh data: %w", err)
+	}
+	return d, nil
+}
+
+// DataAction is an Action that also returns a payload for the control
+// plane (the encoded RefreshData). The runner stores it in the job result.
+type DataAction interface {
+	Action
+	RunData(ctx context.Context, env *Env) (Result, []byte, error)
+}
+
+// RefreshJob is the refresh job: facts and package inventory.
+type RefreshJob struct{}
+
+// Run implements Action (the payload is dropped; runners use RunData).
+func (j RefreshJob) Run(ctx context.Context, env *Env) (Result, error) {
+	r, _, err := j.RunData(ctx, env)
+	return r, err
+}
+
+// RunData implements DataAction.
+func (RefreshJob) RunData(ctx context.Context, env *Env) (Result, []byte, error) {
+	f, inv, err := Refresh(ctx, env.Exec, env.Out)
+	if err != nil {
+		return Result{}, nil, err
+	}
+	return refreshResult(f, inv, "inventory refreshed")
+}
+
+func refreshResult(f facts.Facts, inv pkgmgr.Inventory, msg string) (Result, []byte, error) {
+	data, err := EncodeRefresh(RefreshData{Facts: f, Inventory: inv})
+	if err != nil {
+		return Result{}, nil, err
+	}
+	sf := &ServerFacts{OSName: f.OS.PrettyName, OSVersion: f.OS.VersionID, Kernel: f.Kernel,
+		Virtualization: f.Virtualization.Type, Hostname: f.Hostname}
+	if fam, err := pkgmgr.FamilyFromOSRelease(f.OS.ID, f.OS.IDLike); err == nil {
+		sf.PackageFamily = string(fam)
+	}
+	return Result{Facts: sf, Message: msg}, data, nil
+}
+
+// StorageSampleJob is the hourly storage sample: the facts only (the
+// filesystems are what the control plane keeps), no package listing. Its
+// payload is RefreshData with an empty inventory.
+type StorageSampleJob struct{}
+
+// Run implements Action (the payload is dropped; runners use RunData).
+func (j StorageSampleJob) Run(ctx context.Context, env *Env) (Result, error) {
+	r, _, err := j.RunData(ctx, env)
+	return r, err
+}
+
+// RunData implements DataAction.
+func (StorageSampleJob) RunData(ctx context.Context, env *Env) (Result, []byte, error) {
+	f, err := collectAll(ctx, env.Exec, env.Out)
+	if err != nil {
+		return Result{}, nil, err
+	}
+	data, err := EncodeRefresh(RefreshData{Facts: f})
+	if err != nil {
+		return Result{}, nil, err
+	}
+	return Result{Message: fmt.Sprintf("storage sampled (%d filesystems)", len(f.Filesystems))}, data, nil
+}
+
+// refreshAfter ends a package change with an inventory refresh, also after
+// a failed change (which may have changed some packages); a cancelled job
+// skips it. The change's error wins over a refresh error.
+func refreshAfter(ctx context.Context, env *Env, r Result, actErr error, msg string) (Result, []byte, error) {
+	if actErr != nil && ctx.Err() != nil {
+		return r, nil, actErr
+	}
+	fmt.Fprintln(env.Out, "lcm: refreshing the inventory")
+	f, inv, err := Refresh(ctx, env.Exec, env.Out)
+	if err != nil {
+		if actErr != nil {
+			return r, nil, actErr
+		}
+		return r, nil, err
+	}
+	out, data, err := refreshResult(f, inv, msg)
+	if err != nil {
+		return r, nil, err
+	}
+	out.ExitCode = r.ExitCode
+	return out, data, actErr
+}

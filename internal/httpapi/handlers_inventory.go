@@ -1,0 +1,159 @@
+package httpapi
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/lcmproject/lcm/internal/actions"
+	"github.com/lcmproject/lcm/internal/domain"
+	"github.com/lcmproject/lcm/internal/facts"
+	"github.com/lcmproject/lcm/internal/pkgmgr"
+	"github.com/lcmproject/lcm/internal/store"
+)
+
+// hardwareDTO is GET /servers/:id/hardware: the facts of the last refresh
+// plus its package counts.
+type hardwareDTO struct {
+	Facts           facts.Facts `json:"facts"`
+	PackageManager  string      `json:"package_manager"`
+	Packages        int         `json:"packages"`
+	Updates         int         `json:"updates"`
+	SecurityUpdates int         `json:"security_updates"`
+	CollectedAt     time.Time   `json:"collected_at"`
+}
+
+type packageVersionDTO struct {
+	Version   string   `json:"version"`
+	Servers   int      `json:"servers"`
+	ServerIDs []string `json:"server_ids"`
+}
+
+type packageOverviewDTO struct {
+	Name     string              `json:"name"`
+	Versions []packageVersionDTO `json:"versions"`
+}
+
+type packageOverviewPageDTO struct {
+	Items []packageOverviewDTO `json:"items"`
+	Total int64                `json:"total"`
+}
+
+// queryInt reads an optional integer query parameter; ok is false after a
+// 400 was sent.
+func (s *Server) queryInt(c *gin.Context, name string) (int, bool) {
+	v := c.Query(name)
+	if v == "" {
+		return 0, true
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		s.respondError(c, domain.Invalid("invalid_"+name, name+" must be a non-negative integer"))
+		return 0, false
+	}
+	return n, true
+}
+
+func (s *Server) getServerHardware(c *gin.Context) {
+	h, err := s.deps.Services.Inventory.Hardware(c.Request.Context(), principal(c), c.Param("id"))
+	if err != nil {
+		s.respondError(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, hardwareDTO{Facts: h.Facts, PackageManager: h.PackageManager, Packages: h.Packages,
+		Updates: h.Updates, SecurityUpdates: h.SecurityUpdates, CollectedAt: h.CollectedAt})
+}
+
+func (s *Server) listServerPackages(c *gin.Context) {
+	list, err := s.deps.Services.Inventory.Packages(c.Request.Context(), principal(c), c.Param("id"))
+	if err != nil {
+		s.respondError(c, err)
+		return
+	}
+	if list == nil {
+		list = []pkgmgr.Package{}
+	}
+	c.JSON(http.StatusOK, list)
+}
+
+func (s *Server) listOutdatedPackages(c *gin.Context) {
+	list, err := s.deps.Services.Inventory.Outdated(c.Request.Context(), principal(c), c.Param("id"))
+	if err != nil {
+		s.respondError(c, err)
+		return
+	}
+	if list == nil {
+		list = []pkgmgr.Upgradable{}
+	}
+	c.JSON(http.StatusOK, list)
+}
+
+func (s *Server) getStorageHistory(c *gin.Context) {
+	days, ok := s.queryInt(c, "days")
+	if !ok {
+		return
+	}
+	h, err := s.deps.Services.Inventory.StorageHistory(c.Request.Context(), principal(c), c.Param("id"), c.Query("mount"), days)
+	if err != nil {
+		s.respondError(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, h)
+}
+
+func (s *Server) getPackageOverview(c *gin.Context) {
+	limit, ok := s.queryInt(c, "limit")
+	if !ok {
+		return
+	}
+	offset, ok := s.queryInt(c, "offset")
+	if !ok {
+		return
+	}
+	list, total, err := s.deps.Services.Inventory.Overview(c.Request.Context(), principal(c),
+		store.OverviewFilter{Name: c.Query("name"), Prefix: c.Query("prefix"), Limit: limit, Offset: offset})
+	if err != nil {
+		s.respondError(c, err)
+		return
+	}
+	out := packageOverviewPageDTO{Items: make([]packageOverviewDTO, len(list)), Total: total}
+	for i, p := range list {
+		d := packageOverviewDTO{Name: p.Name, Versions: make([]packageVersionDTO, len(p.Versions))}
+		for j, v := range p.Versions {
+			d.Versions[j] = packageVersionDTO{Version: v.Version, Servers: len(v.ServerIDs), ServerIDs: v.ServerIDs}
+		}
+		out.Items[i] = d
+	}
+	c.JSON(http.StatusOK, out)
+}
+
+// packageNamesRequest is the body of the package actions that take names.
+type packageNamesRequest struct {
+	Names []string `json:"names"`
+}
+
+// packageAction returns the handler of one package action; actions that
+// take names read {names: [...]} (400 names_required when empty), the
+// others take no body.
+func (s *Server) packageAction(action actions.PkgAction) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		var req packageNamesRequest
+		if action.NeedsNames() && !bindJSON(c, &req) {
+			return
+		}
+		job, err := s.deps.Services.Fleet.PackageAction(c.Request.Context(), principal(c), c.Param("id"), action, req.Names)
+		s.respondJob(c, job, err)
+	}
+}
+
+func (s *Server) refreshServer(c *gin.Context) {
+	job, err := s.deps.Services.Fleet.Refresh(c.Request.Context(), principal(c), c.Param("id"))
+	s.respondJob(c, job, err)
+}
+
+func (s *Server) rebootServer(c *gin.Context) {
+	job, err := s.deps.Services.Fleet.Reboot(c.Request.Context(), principal(c), c.Param("id"))
+	s.respondJob(c, job, err)
+}
