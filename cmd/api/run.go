@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lcmproject/lcm/internal/auth"
 	"github.com/lcmproject/lcm/internal/bus"
 	"github.com/lcmproject/lcm/internal/config"
 	"github.com/lcmproject/lcm/internal/health"
@@ -130,8 +131,13 @@ type app struct {
 	store   *store.Store
 	bus     *bus.Bus
 	health  *health.Monitor
+	auth    *auth.Service
 	tls     *tls.Config
 	servers []*http.Server
+	// workerDone closes when the in-process worker has stopped.
+	workerDone chan struct{}
+	// schedDone closes when the scheduler has stopped (lease released).
+	schedDone chan struct{}
 }
 
 func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.Writer) error {
@@ -151,7 +157,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 	}
 	var err2 error
 	if a.bus, err2 = bus.Open(ctx, bus.Options{URL: cfg.NATS.URL, User: cfg.NATS.User, Password: cfg.NATS.Password,
-		DataDir: a.dataDir, Listen: cfg.NATS.Listen, TLS: a.tls, Logger: log}); err2 != nil {
+		DataDir: a.dataDir, Listen: cfg.NATS.Listen, TLS: a.tls, Users: natsUsers(cfg.NATS), Logger: log}); err2 != nil {
 		uiLn.Close()
 		if agentLn != nil {
 			agentLn.Close()
@@ -166,18 +172,47 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 	}, log)
 	go a.health.Run(ctx)
 
-	api := httpapi.New(httpapi.Deps{
-		Store: a.store, Bus: a.bus, Health: a.health, Log: log,
-		AccessLog: cfg.AccessLog, Debug: cfg.LogLevel == "debug", Dev: cfg.Dev,
-		Web: web.Dist(),
-	})
-	a.startHTTP("UI listener", uiLn, api.Handler(), !cfg.Dev)
-	if agentLn != nil {
-		a.startHTTP("agent listener", agentLn, agentHandler(), true)
-	}
 	scheme := "https"
 	if cfg.Dev {
 		scheme = "http"
+	}
+	authSvc, err := a.wireAuth(ctx, fmt.Sprintf("%s://%s", scheme, uiLn.Addr()))
+	if err != nil {
+		uiLn.Close()
+		if agentLn != nil {
+			agentLn.Close()
+		}
+		return err
+	}
+	recordsSvc, err := a.wireRecords(ctx)
+	if err != nil {
+		uiLn.Close()
+		if agentLn != nil {
+			agentLn.Close()
+		}
+		return err
+	}
+	fleetSvc, jobsSvc, err := a.wireJobs(ctx)
+	if err != nil {
+		uiLn.Close()
+		if agentLn != nil {
+			agentLn.Close()
+		}
+		return err
+	}
+	portalSvc, speechSvc := a.wirePortal()
+	invSvc, statusSvc := a.wireSchedule(ctx, fleetSvc, jobsSvc)
+	api := httpapi.New(httpapi.Deps{
+		Store: a.store, Bus: a.bus, Health: a.health, Log: log,
+		AccessLog: cfg.AccessLog, Debug: cfg.LogLevel == "debug", Dev: cfg.Dev,
+		ClientAddr: clientAddrFunc(authSvc), Allowed: allowedFunc(authSvc),
+		Web: web.Dist(),
+		Services: httpapi.Services{Auth: authSvc, Records: recordsSvc, Fleet: fleetSvc, Jobs: jobsSvc, Portal: portalSvc, Speech: speechSvc,
+			Inventory: invSvc, Status: statusSvc},
+	})
+	a.startHTTP("UI listener", uiLn, api.Handler(), !cfg.Dev)
+	if agentLn != nil {
+		a.startHTTP("agent listener", agentLn, a.agentGateway(ctx), true)
 	}
 	a.health.Ready()
 	log.Info("=== LCM service started ===", "url", fmt.Sprintf("%s://%s", scheme, uiLn.Addr()), "database", a.store.Dialect(),
@@ -188,6 +223,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 		log.Info("=== LCM service stopping ===", "reason", "signal")
 		return a.shutdown()
 	case code := <-exitCh:
+		cancel() // stop the worker and the scheduler, as a signal does
 		_ = a.shutdown()
 		return exitCode(code)
 	}
@@ -317,6 +353,20 @@ func (a *app) shutdown() error {
 		}
 	}
 	a.servers = nil
+	// Let in-process jobs finish and the scheduler release its lease while
+	// the bus is up.
+	for _, done := range []chan struct{}{a.workerDone, a.schedDone} {
+		if done == nil {
+			continue
+		}
+		select {
+		case <-done:
+		case <-ctx.Done():
+		}
+	}
+	if a.auth != nil {
+		a.auth.Close(ctx)
+	}
 	if a.bus != nil {
 		a.bus.Close()
 		a.bus = nil
@@ -342,20 +392,6 @@ func (a *app) close() {
 	if a.lock != nil {
 		a.lock.Close()
 	}
-}
-
-// agentHandler serves only /mqtt on the agent listener.
-func agentHandler() http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("/mqtt", func(w http.ResponseWriter, r *http.Request) {
-		http.Error(w, `{"error":"agent gateway not enabled"}`, http.StatusServiceUnavailable)
-	})
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusNotFound)
-		io.WriteString(w, `{"error":"the agent listener serves only /mqtt","code":"not_found"}`)
-	})
-	return mux
 }
 
 // generatePassword returns a random 20-character password from all four

@@ -22,10 +22,16 @@ const (
 	// SubjectCredsRequest is request/reply: a worker asks for the sealed
 	// credentials of (job, server) at execution time.
 	SubjectCredsRequest = "lcm.creds.req"
-	SubjectScanRequest  = "lcm.scan.req"
-	SubjectScanResult   = "lcm.scan.res"
+	// QueueCreds is the queue group of the API replicas answering
+	// credential requests: exactly one replica answers each.
+	QueueCreds         = "api-creds"
+	SubjectScanRequest = "lcm.scan.req"
+	SubjectScanResult  = "lcm.scan.res"
 	// SubjectSettingsChanged announces a runtime-settings change to replicas.
 	SubjectSettingsChanged = "lcm.settings.changed"
+	// SubjectRecordsChanged announces committed zone changes (payload
+	// RecordsChanged) so every replica's DNS listener rebuilds those zones.
+	SubjectRecordsChanged = "lcm.records.changed"
 )
 
 // JobSubject is where a job for a server in a segment is published.
@@ -41,6 +47,14 @@ func JobOutputSubject(jobID string) string { return "lcm.job." + jobID + ".out" 
 
 // JobStateSubject carries state changes and heartbeats of one job.
 func JobStateSubject(jobID string) string { return "lcm.job." + jobID + ".state" }
+
+// JobControlSubject carries control requests (abort) to the worker running
+// a job. Core NATS request/reply only, in no stream: a control message for a
+// job no worker runs has no one to reach.
+func JobControlSubject(jobID string) string { return "lcm.jobctl." + jobID }
+
+// JobEventsOf matches both event subjects of one job (live fan-out).
+func JobEventsOf(jobID string) string { return "lcm.job." + jobID + ".*" }
 
 // AgentSubject is the subject of an agent's channel (cmd, res, inv, status).
 func AgentSubject(agentID, channel string) string { return "lcm.agent." + agentID + "." + channel }
