@@ -12,14 +12,14 @@ import (
 	"github.com/lcmproject/lcm/internal/testutil"
 )
 
-// TestInventoryE2E drives the real binary against test host 4 (127.0.0.5,
+// TestInventoryE2E drives the real binary against test host 5 (127.0.0.6,
 // the inventory area's host): join, the refresh job, the package inventory
 // and hardware it ingested, a package action whose closing refresh updates
 // the inventory, the computed traffic light with insights in the server
 // list and detail, and a manager outside the server's groups who gets 404
 // on every new job route.
 func TestInventoryE2E(t *testing.T) {
-	h := testutil.TestHosts(t, 5)[3]
+	h := testutil.TestHosts(t, 5)[4] // host 5: host 4 belongs to internal/actions
 	testutil.ResetTestHost(t, h)
 	defer testutil.ResetTestHost(t, h)
 	a := testutil.StartAPI(t, testutil.APIOptions{Dev: true})
