@@ -200,8 +200,16 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 		}
 		return err
 	}
+	a.wireSelfReg(ctx, fleetSvc)
 	portalSvc, speechSvc := a.wirePortal()
 	invSvc, statusSvc := a.wireSchedule(ctx, fleetSvc, jobsSvc)
+	if err := a.wireDemo(ctx, jobsSvc, invSvc, statusSvc); err != nil {
+		uiLn.Close()
+		if agentLn != nil {
+			agentLn.Close()
+		}
+		return err
+	}
 	api := httpapi.New(httpapi.Deps{
 		Store: a.store, Bus: a.bus, Health: a.health, Log: log,
 		AccessLog: cfg.AccessLog, Debug: cfg.LogLevel == "debug", Dev: cfg.Dev,

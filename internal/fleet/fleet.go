@@ -34,6 +34,8 @@ type Service struct {
 	store *store.Store
 	jobs  *jobs.Service
 	log   *slog.Logger
+	// deleted are told about every removed server (see OnDeleted).
+	deleted []DeletedHook
 }
 
 // New returns the service and registers its job finish hooks.
@@ -282,7 +284,7 @@ func (s *Service) Decommission(ctx context.Context, p *domain.Principal, id stri
 		if srv.ActiveJobID != "" {
 			return &jobs.BusyError{ServerID: id, JobID: srv.ActiveJobID}
 		}
-		return s.store.DeleteServer(ctx, id)
+		return s.deleteServer(ctx, id)
 	}
 	_, err = s.jobs.Submit(ctx, p, id, domain.JobDecommission, nil)
 	return err
@@ -311,7 +313,7 @@ func (s *Service) afterDecommission(ctx context.Context, job domain.Job) error {
 	if job.Status != domain.JobSuccess {
 		return nil
 	}
-	return s.store.DeleteServer(ctx, job.ServerID)
+	return s.deleteServer(ctx, job.ServerID)
 }
 
 func (s *Service) recordFacts(ctx context.Context, job domain.Job) error {

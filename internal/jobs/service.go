@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -64,6 +65,10 @@ type Service struct {
 
 	mu    sync.RWMutex
 	hooks map[domain.JobKind][]FinishHook
+	// simulator, when set, runs demo servers' jobs in-process (SetSimulator).
+	simulator atomic.Pointer[Simulator]
+	// SimulatedDelay is the pause between a simulated job's output chunks.
+	SimulatedDelay time.Duration
 
 	// Bounds of the reaper; New sets the package defaults. Tests shorten
 	// them to observe a vanished worker quickly.
@@ -79,7 +84,7 @@ func New(st *store.Store, b *bus.Bus, log *slog.Logger) *Service {
 	}
 	return &Service{store: st, bus: b, log: log, now: func() time.Time { return time.Now().UTC() },
 		hooks: map[domain.JobKind][]FinishHook{}, HeartbeatTimeout: HeartbeatTimeout, PendingTimeout: PendingTimeout,
-		ReapInterval: ReapInterval}
+		ReapInterval: ReapInterval, SimulatedDelay: 400 * time.Millisecond}
 }
 
 // OnFinish registers a hook for a job kind.
@@ -153,6 +158,13 @@ func (s *Service) submit(ctx context.Context, srv domain.Server, kind domain.Job
 	if err := s.store.CreateJob(ctx, job); err != nil {
 		s.releaseLock(context.WithoutCancel(ctx), job.ServerID, job.ID)
 		return domain.Job{}, err
+	}
+	if sim := s.simulator.Load(); sim != nil {
+		if out, ok := (*sim)(ctx, job); ok {
+			go s.simulate(job, out, s.SimulatedDelay)
+			s.log.Info("job submitted (simulated)", "job_id", job.ID, "job_name", kind, "server_id", srv.ID)
+			return job, nil
+		}
 	}
 	msg, _ := json.Marshal(bus.JobMsg{V: bus.MessageVersion, Type: bus.TypeJob, JobID: job.ID, ServerID: srv.ID,
 		Kind: string(kind), Segment: segment, Params: raw})

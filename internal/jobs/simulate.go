@@ -1,0 +1,55 @@
+package jobs
+
+import (
+	"context"
+	"time"
+
+	"github.com/lcmproject/lcm/internal/domain"
+	"github.com/lcmproject/lcm/internal/store"
+)
+
+// Simulator decides whether a job is simulated (demo servers) and returns
+// its canned console output. Simulated jobs never reach a worker, so no
+// server is contacted.
+type Simulator func(ctx context.Context, job domain.Job) (output []string, simulated bool)
+
+// simulatedWorker is the worker id simulated jobs report.
+const simulatedWorker = "demo-simulator"
+
+// SetSimulator installs the simulator; it may be called while jobs run.
+func (s *Service) SetSimulator(f Simulator) { s.simulator.Store(&f) }
+
+// simulate runs a simulated job in-process: started, running, the output
+// chunks with short delays, success. It goes through the same store and
+// finish-hook path as a worker's events.
+func (s *Service) simulate(job domain.Job, chunks []string, delay time.Duration) {
+	ctx := context.Background()
+	step := func(st domain.JobStatus) bool {
+		j, changed, err := s.store.TransitionJob(ctx, job.ID, store.JobUpdate{Status: st, WorkerID: simulatedWorker, At: s.now()})
+		if err != nil || !changed {
+			return false
+		}
+		s.announce(j)
+		return true
+	}
+	if !step(domain.JobStarted) || !step(domain.JobRunning) {
+		return // aborted before it started
+	}
+	var off int64
+	for i, c := range chunks {
+		time.Sleep(delay)
+		if cur, err := s.store.JobState(ctx, job.ID); err != nil || cur.Status.Terminal() {
+			return // aborted meanwhile
+		}
+		if err := s.store.AppendOutput(ctx, []store.ChunkIn{{JobID: job.ID,
+			OutputChunk: domain.OutputChunk{Seq: int64(i + 1), Offset: off, Data: []byte(c)}}}); err != nil {
+			s.log.Error("simulated job: output not stored", "job_id", job.ID, "err", err)
+		}
+		off += int64(len(c))
+	}
+	zero := 0
+	if _, err := s.finish(ctx, job.ID, store.JobUpdate{Status: domain.JobSuccess, WorkerID: simulatedWorker,
+		At: s.now(), ExitCode: &zero, OutputBytes: off}); err != nil {
+		s.log.Error("simulated job: not finished", "job_id", job.ID, "err", err)
+	}
+}
