@@ -15,6 +15,8 @@ type LockValue struct {
 	JobID    string    `json:"job_id"`
 	WorkerID string    `json:"worker_id,omitempty"`
 	At       time.Time `json:"at"`
+	// Done is set by the worker once the job's final state is published.
+	Done bool `json:"done,omitempty"`
 }
 
 // acquireLock takes the server's lock for job. A lock left by a job that is

@@ -101,7 +101,8 @@ func (s *Store) ListServers(ctx context.Context, sc Scope, f ServerFilter) ([]do
 		q = q.Where("status = ?", string(f.Status))
 	}
 	var rows []serverRow
-	if err := q.Find(&rows).Error; err != nil {
+	// The credentials are never listed: skip reading and decrypting them.
+	if err := q.Omit(serverSecretCols...).Find(&rows).Error; err != nil {
 		return nil, mapErr(err, "servers")
 	}
 	out, err := s.decorateServers(ctx, rows)
@@ -120,6 +121,13 @@ func (s *Store) ListServers(ctx context.Context, sc Scope, f ServerFilter) ([]do
 	return out, nil
 }
 
+// decorateInMax is the longest server list decorateServers filters with
+// IN (ids); longer lists read every link and active job.
+const decorateInMax = 500
+
+// serverSecretCols are the encrypted credential columns of servers.
+var serverSecretCols = []string{"private_key", "pending_key", "login_password", "bootstrap_key", "bootstrap_password"}
+
 // decorateServers converts rows and adds group ids and the active job.
 func (s *Store) decorateServers(ctx context.Context, rows []serverRow) ([]domain.Server, error) {
 	if len(rows) == 0 {
@@ -129,18 +137,30 @@ func (s *Store) decorateServers(ctx context.Context, rows []serverRow) ([]domain
 	for i, r := range rows {
 		ids[i] = r.ID
 	}
-	groups := map[string][]string{}
-	var links []groupServerRow
-	if err := s.conn(ctx).Select("group_id", "server_id").Where("server_id IN ?", ids).Order("group_id").Find(&links).Error; err != nil {
+	// A long list (an admin's whole fleet) reads all group links and active
+	// jobs and filters here: binding thousands of IN parameters costs more
+	// (quadratic in the SQLite driver) than reading the few extra rows.
+	links := s.conn(ctx).Select("group_id", "server_id")
+	jobsQ := s.conn(ctx).Select("id", "server_id").Where("status IN ?", activeStatuses())
+	if len(ids) <= decorateInMax {
+		links, jobsQ = links.Where("server_id IN ?", ids), jobsQ.Where("server_id IN ?", ids)
+	}
+	groups := make(map[string][]string, len(rows))
+	for _, id := range ids {
+		groups[id] = nil
+	}
+	var linkRows []groupServerRow
+	if err := links.Order("group_id").Find(&linkRows).Error; err != nil {
 		return nil, mapErr(err, "server groups")
 	}
-	for _, l := range links {
-		groups[l.ServerID] = append(groups[l.ServerID], l.GroupID)
+	for _, l := range linkRows {
+		if g, ok := groups[l.ServerID]; ok {
+			groups[l.ServerID] = append(g, l.GroupID)
+		}
 	}
 	active := map[string]string{}
 	var jobs []jobRow
-	if err := s.conn(ctx).Select("id", "server_id").Where("server_id IN ? AND status IN ?", ids, activeStatuses()).
-		Find(&jobs).Error; err != nil {
+	if err := jobsQ.Find(&jobs).Error; err != nil {
 		return nil, mapErr(err, "jobs")
 	}
 	for _, j := range jobs {

@@ -87,6 +87,7 @@ func (w *Worker) handle(ctx context.Context, seg string, msg bus.Msg) {
 		final.Unreachable = unreachable(runErr)
 	}
 	w.publishState(ctx, final)
+	w.markLockDone(ctx, jm)
 	_ = msg.Ack()
 	log.Info("job done", "status", final.Status, "error", final.Error, "output_bytes", final.OutputBytes)
 }
@@ -201,6 +202,30 @@ type lockValue struct {
 	JobID    string    `json:"job_id"`
 	WorkerID string    `json:"worker_id,omitempty"`
 	At       time.Time `json:"at"`
+	// Done: the worker finished the job and its final state is in the
+	// stream; the API releases the lock once it has ingested that state.
+	Done bool `json:"done,omitempty"`
+}
+
+// markLockDone tells the reaper that this job's final state is published:
+// a final state that waits behind an ingest backlog must not be mistaken
+// for a vanished worker. The lock bucket's TTL still bounds the wait.
+func (w *Worker) markLockDone(ctx context.Context, jm bus.JobMsg) {
+	locks, err := w.cfg.Bus.Locks(context.WithoutCancel(ctx))
+	if err != nil {
+		return
+	}
+	raw, rev, err := locks.Get(context.WithoutCancel(ctx), jm.ServerID)
+	if err != nil {
+		return
+	}
+	var v lockValue
+	if json.Unmarshal(raw, &v) != nil || v.JobID != jm.JobID {
+		return
+	}
+	v.WorkerID, v.At, v.Done = w.cfg.ID, time.Now().UTC(), true
+	val, _ := json.Marshal(v)
+	_, _ = locks.Update(context.WithoutCancel(ctx), jm.ServerID, val, rev)
 }
 
 // refreshLock renews the server lock this job holds (never another's).
