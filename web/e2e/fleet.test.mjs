@@ -1,0 +1,61 @@
+// Add a real Debian test host through the wizard, then run upgrade-security
+// and watch its output arrive live in the console.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { startApi, launch, uiLogin, testHosts, requireOrSkip, shot } from './helpers.mjs';
+
+test('add a server (probe → fingerprint → join) and run upgrade-security with live output', { timeout: 600000 }, async (t) => {
+  const th = testHosts();
+  if (!requireOrSkip(t, th, 'Debian test hosts are not up (eval "$(bash deploy/testhosts/testhosts.sh env)")')) return;
+  const target = th.hosts[th.hosts.length - 1];
+  const api = await startApi({ dev: true });
+  const b = await launch();
+  try {
+    const { page } = b;
+    await uiLogin(page, api.base, 'admin', api.adminPassword);
+    await page.getByRole('heading', { name: 'Dashboard' }).waitFor();
+    await page.goto(`${api.base}/#/servers/add`);
+    await page.getByLabel('Host name or IP address').fill(target.host);
+    await page.getByLabel('SSH port').fill(String(target.port));
+    await page.getByRole('button', { name: 'Read host key' }).click();
+    const fp = (await page.getByTestId('fingerprint').textContent()).trim();
+    assert.match(fp, /^SHA256:/);
+    await shot(page, 'add-server');
+    await page.getByLabel("The fingerprint matches the server's host key").check();
+    await page.getByRole('button', { name: 'Confirm and continue' }).click();
+    await page.getByLabel('Display name').fill(`e2e-${target.host}`);
+    await page.getByLabel('SSH user').fill('root');
+    await page.getByLabel(/^Private key/).fill(th.key);
+    await page.getByRole('button', { name: 'Join server' }).click();
+    await page.waitForURL(/#\/jobs\/[^/]+$/);
+    await page.locator('[data-status=success], [data-status=failed], [data-status=blocked], [data-status=aborted]').waitFor({ timeout: 240000 });
+    assert.equal(await page.locator('[data-status]').first().getAttribute('data-status'), 'success', await page.getByTestId('console').textContent());
+
+    await page.getByRole('link', { name: `e2e-${target.host}` }).click();
+    await page.getByRole('heading', { name: `e2e-${target.host}` }).waitFor();
+    await shot(page, 'server-detail-real');
+    await page.getByRole('button', { name: 'Upgrade security' }).click();
+    await page.waitForURL(/#\/jobs\/[^/]+$/);
+    // Live: output appears while the job is still running.
+    let sawLive = false;
+    const deadline = Date.now() + 300000;
+    for (;;) {
+      const status = await page.locator('[data-status]').first().getAttribute('data-status');
+      const text = await page.getByTestId('console').textContent();
+      if ((status === 'running' || status === 'started') && text.trim().length > 0) sawLive = true;
+      if (['success', 'failed', 'aborted', 'blocked'].includes(status)) break;
+      if (Date.now() > deadline) throw new Error('upgrade-security did not finish in 5 min');
+      await page.waitForTimeout(200);
+    }
+    await shot(page, 'job-console-real');
+    const status = await page.locator('[data-status]').first().getAttribute('data-status');
+    const out = await page.getByTestId('console').textContent();
+    assert.equal(status, 'success', out);
+    assert.ok(sawLive, 'output was visible while the job was running');
+    // A host already patched by an earlier run reports "no security updates".
+    assert.match(out, /security upgrade|Reading package lists|Unpacking|Setting up/i);
+  } finally {
+    await b.close();
+    await api.stop();
+  }
+});

@@ -1,0 +1,204 @@
+// Shared helpers for the browser tests: start the real lcm-api binary,
+// drive Debian's chromium through playwright-core (no browser download),
+// sign in, compute TOTP codes, take screenshots.
+import { spawn, execFileSync } from 'node:child_process';
+import { createHmac, randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+export const webDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+export const repoRoot = path.resolve(webDir, '..');
+export const shotsDir = path.join(repoRoot, 'docs', 'screenshots');
+export const CHROMIUM = process.env.LCM_CHROMIUM ?? '/usr/bin/chromium';
+
+let builtBin = '';
+/** $LCM_API_BIN, or a binary built from this checkout once per run. */
+export function apiBinary() {
+  if (process.env.LCM_API_BIN) return process.env.LCM_API_BIN;
+  if (!builtBin) {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lcm-web-bin-'));
+    builtBin = path.join(dir, 'lcm-api');
+    execFileSync('go', ['build', '-o', builtBin, './cmd/api'], { cwd: repoRoot, stdio: 'inherit' });
+  }
+  return builtBin;
+}
+
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+    s.on('error', reject);
+  });
+}
+
+/**
+ * Starts lcm-api in a temp dir and waits for /api/v1/health.
+ * dev: --dev (plain HTTP, 2FA requirement off); otherwise HTTPS with the
+ * self-signed certificate.
+ */
+export async function startApi({ dev = true, config = {} } = {}) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lcm-web-e2e-'));
+  const port = await freePort();
+  const cfg = { jwt_secret: randomBytes(36).toString('base64url').slice(0, 48), port, agent_port: 0, data_dir: 'data', ...config };
+  fs.writeFileSync(path.join(dir, 'config.json'), JSON.stringify(cfg, null, 2), { mode: 0o600 });
+  const args = ['-config', path.join(dir, 'config.json')];
+  if (dev) args.push('--dev');
+  const proc = spawn(apiBinary(), args, { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  proc.stdout.on('data', (d) => (stdout += d));
+  proc.stderr.on('data', (d) => (stderr += d));
+  let exited = null;
+  proc.on('exit', (code) => (exited = code));
+  const base = `${dev ? 'http' : 'https'}://127.0.0.1:${port}`;
+  const deadline = Date.now() + 20000;
+  for (;;) {
+    if (exited !== null) throw new Error(`lcm-api exited (${exited}) before it was healthy:\n${stderr}`);
+    try {
+      const r = await apiFetch(base, '/api/v1/health');
+      if (r.status === 200) break;
+    } catch {
+      /* not up yet */
+    }
+    if (Date.now() > deadline) throw new Error(`lcm-api not healthy after 20 s:\n${stderr}`);
+    await sleep(50);
+  }
+  const m = /password: (\S+)/.exec(stdout);
+  return {
+    base, dir, port, proc, adminPassword: m?.[1] ?? '',
+    stdout: () => stdout, stderr: () => stderr,
+    async stop() {
+      if (exited !== null) return;
+      proc.kill('SIGTERM');
+      await new Promise((r) => { proc.once('exit', r); setTimeout(() => { proc.kill('SIGKILL'); r(); }, 10000); });
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** fetch that accepts the self-signed certificate (via curl for HTTPS). */
+export async function apiFetch(base, p, { method = 'GET', body, headers = {} } = {}) {
+  if (base.startsWith('http:')) {
+    const r = await fetch(base + p, { method, headers: { ...(body ? { 'Content-Type': 'application/json' } : {}), ...headers }, body: body ? JSON.stringify(body) : undefined });
+    const text = await r.text();
+    let json = null;
+    try { json = text ? JSON.parse(text) : null; } catch { /* not JSON */ }
+    return { status: r.status, json, text };
+  }
+  const out = curl(base + p, { method, body, headers });
+  return out;
+}
+
+/** Runs curl -sk and returns {status, json, text}. */
+export function curl(url, { method = 'GET', body, headers = {} } = {}) {
+  const args = ['-sk', '-X', method, '-w', '\n%{http_code}'];
+  for (const [k, v] of Object.entries(headers)) args.push('-H', `${k}: ${v}`);
+  if (body) args.push('-H', 'Content-Type: application/json', '--data-binary', JSON.stringify(body));
+  args.push(url);
+  const raw = execFileSync('curl', args, { encoding: 'utf8' });
+  const i = raw.lastIndexOf('\n');
+  const text = raw.slice(0, i);
+  let json = null;
+  try { json = text ? JSON.parse(text) : null; } catch { /* not JSON */ }
+  return { status: Number(raw.slice(i + 1)), json, text };
+}
+
+/** Signs in over the API; returns a bearer token (for test set-up only). */
+export async function apiLogin(api, username, password) {
+  const r = await apiFetch(api.base, '/api/v1/auth/login', { method: 'POST', body: { username, password } });
+  if (r.status !== 200 || !r.json?.token) throw new Error(`API login as ${username} failed: ${r.status} ${r.text}`);
+  return r.json.token;
+}
+
+export async function launch() {
+  const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'lcm-chromium-'));
+  const ctx = await chromium.launchPersistentContext(userDataDir, {
+    executablePath: CHROMIUM,
+    headless: true,
+    ignoreHTTPSErrors: true,
+    viewport: { width: 1360, height: 860 },
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync'],
+  });
+  ctx.setDefaultTimeout(15000);
+  const page = ctx.pages()[0] ?? (await ctx.newPage());
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(String(e)));
+  page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+  return {
+    ctx, page, errors,
+    async close() {
+      await ctx.close();
+      fs.rmSync(userDataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Signs in through the UI; handles the 2FA challenge when a secret is given. */
+export async function uiLogin(page, base, username, password, totpSecret) {
+  await page.goto(`${base}/#/login`);
+  await page.getByLabel('User name').fill(username);
+  await page.getByLabel('Password', { exact: true }).fill(password);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  if (totpSecret) {
+    await page.getByLabel('Authentication code').fill(totp(totpSecret));
+    await page.getByRole('button', { name: 'Verify' }).click();
+  }
+}
+
+export async function shot(page, name) {
+  fs.mkdirSync(shotsDir, { recursive: true });
+  await page.waitForTimeout(150);
+  await page.screenshot({ path: path.join(shotsDir, `${name}.png`) });
+}
+
+export function sleep(ms) {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+// RFC 6238 TOTP (SHA-1, 30 s, 6 digits) from a base32 secret.
+export function totp(secret, at = Date.now()) {
+  const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';
+  let bits = '';
+  for (const c of secret.replace(/=+$/, '').toUpperCase().replace(/\s+/g, '')) bits += alphabet.indexOf(c).toString(2).padStart(5, '0');
+  const key = Buffer.alloc(Math.floor(bits.length / 8));
+  for (let i = 0; i < key.length; i++) key[i] = parseInt(bits.slice(i * 8, i * 8 + 8), 2);
+  const counter = Buffer.alloc(8);
+  counter.writeBigUInt64BE(BigInt(Math.floor(at / 1000 / 30)));
+  const h = createHmac('sha1', key).update(counter).digest();
+  const o = h[h.length - 1] & 0xf;
+  const n = ((h[o] & 0x7f) << 24) | (h[o + 1] << 16) | (h[o + 2] << 8) | h[o + 3];
+  return String(n % 1e6).padStart(6, '0');
+}
+
+/** Waits until the next TOTP window when the current one ends within 3 s (codes are single-use per window on some servers). */
+export async function freshTotpWindow() {
+  const left = 30000 - (Date.now() % 30000);
+  if (left < 3000) await sleep(left + 200);
+}
+
+/** Debian test hosts from `deploy/testhosts/testhosts.sh env`, or null. */
+export function testHosts() {
+  if (!process.env.LCM_TESTHOSTS || !process.env.LCM_TESTHOSTS_KEY) return null;
+  const hosts = process.env.LCM_TESTHOSTS.split(',').map((h) => {
+    const [host, port] = h.trim().split(':');
+    return { host, port: Number(port || 22) };
+  });
+  return { hosts, key: fs.readFileSync(process.env.LCM_TESTHOSTS_KEY, 'utf8') };
+}
+
+/** Fails (CI) or explains the skip when a prerequisite is missing; never silent. */
+export function requireOrSkip(t, cond, why) {
+  if (cond) return true;
+  if (process.env.CI === 'true') throw new Error(`missing prerequisite: ${why}`);
+  t.diagnostic(`SKIPPED: ${why}`);
+  t.skip(why);
+  return false;
+}

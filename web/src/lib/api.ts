@@ -1,0 +1,224 @@
+// Typed client for the LCM REST API (docs/api-contract.md). The UI signs in
+// with the session cookie only: it never sees or stores the token. Unsafe
+// methods carry the CSRF token from the readable lcm_csrf cookie.
+
+import { describe } from './errors';
+import type {
+  Announcement, ApiKey, ApiKeyScope, AuditEntry, Group, Job, JobStarted, LoginResult, Page, ProbeResult,
+  Role, SecuritySettings, Server, SshOutput, StorageHistory, SystemInfo, TwoFactorSetup, User,
+} from './types';
+
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly body: Record<string, unknown> | null = null,
+  ) {
+    super(message);
+    this.name = 'ApiError';
+  }
+}
+
+type Handler = (err: ApiError) => void;
+let onUnauthorized: Handler = () => {};
+let onSetupRequired: Handler = () => {};
+
+/** Hooks the session layer into every response: 401 and forced 2FA setup. */
+export function setAuthHandlers(unauthorized: Handler, setupRequired: Handler): void {
+  onUnauthorized = unauthorized;
+  onSetupRequired = setupRequired;
+}
+
+export function csrfToken(): string {
+  for (const part of document.cookie.split(';')) {
+    const [k, ...v] = part.trim().split('=');
+    if (k === 'lcm_csrf') return decodeURIComponent(v.join('='));
+  }
+  return '';
+}
+
+interface Options {
+  /** Do not treat 401 as an expired session (sign-in, first probe). */
+  quiet401?: boolean;
+  signal?: AbortSignal;
+}
+
+const UNSAFE = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+export async function request<T>(method: string, path: string, body?: unknown, opts: Options = {}): Promise<T> {
+  const headers: Record<string, string> = { Accept: 'application/json' };
+  if (body !== undefined) headers['Content-Type'] = 'application/json';
+  if (UNSAFE.has(method)) {
+    const t = csrfToken();
+    if (t) headers['X-CSRF-Token'] = t;
+  }
+  let res: Response;
+  try {
+    res = await fetch(path, {
+      method,
+      headers,
+      credentials: 'same-origin',
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal: opts.signal,
+    });
+  } catch (e) {
+    if ((e as Error).name === 'AbortError') throw e;
+    throw new ApiError(0, 'network', 'The server cannot be reached. Check your connection and try again.');
+  }
+  if (res.status === 204) return undefined as T;
+  const text = await res.text();
+  let data: unknown = null;
+  if (text) {
+    try {
+      data = JSON.parse(text);
+    } catch {
+      data = null;
+    }
+  }
+  if (!res.ok) {
+    const b = (data && typeof data === 'object' ? data : null) as Record<string, unknown> | null;
+    let msg = describe(res.status, b as never);
+    if (res.status === 429) {
+      const ra = Number(res.headers.get('Retry-After'));
+      if (ra > 0) msg = `Too many attempts. Try again in ${ra} second${ra === 1 ? '' : 's'}.`;
+    }
+    const err = new ApiError(res.status, String(b?.code ?? ''), msg, b);
+    if (res.status === 401 && !opts.quiet401) onUnauthorized(err);
+    if (res.status === 403 && err.code === '2fa_setup_required') onSetupRequired(err);
+    throw err;
+  }
+  return data as T;
+}
+
+const get = <T>(p: string, o?: Options) => request<T>('GET', p, undefined, o);
+const post = <T>(p: string, b?: unknown, o?: Options) => request<T>('POST', p, b ?? {}, o);
+const patch = <T>(p: string, b: unknown) => request<T>('PATCH', p, b);
+const put = <T>(p: string, b: unknown) => request<T>('PUT', p, b);
+const del = <T>(p: string) => request<T>('DELETE', p);
+
+const enc = encodeURIComponent;
+function qs(params: Record<string, string | number | undefined | null>): string {
+  const u = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== null && v !== '') u.set(k, String(v));
+  const s = u.toString();
+  return s ? `?${s}` : '';
+}
+
+const V = '/api/v1';
+
+export const api = {
+  systemInfo: () => get<SystemInfo>(`${V}/system/info`, { quiet401: true }),
+
+  // Authentication
+  login: (username: string, password: string) => post<LoginResult>(`${V}/auth/login`, { username, password }, { quiet401: true }),
+  login2fa: (challenge: string, code: string) => post<LoginResult>(`${V}/auth/login/2fa`, { challenge, code }, { quiet401: true }),
+  logout: () => post<void>(`${V}/auth/logout`, undefined, { quiet401: true }),
+  me: (quiet = false) => get<User>(`${V}/auth/me`, { quiet401: quiet }),
+  setup2fa: () => post<TwoFactorSetup>(`${V}/auth/2fa/setup`),
+  enable2fa: (code: string) => post<User>(`${V}/auth/2fa/enable`, { code }),
+  disable2fa: (code: string) => post<User>(`${V}/auth/2fa/disable`, { code }),
+  requestReset: (username_or_email: string) => post<void>(`${V}/auth/password-reset`, { username_or_email }, { quiet401: true }),
+  confirmReset: (token: string, password: string) => post<void>(`${V}/auth/password-reset/confirm`, { token, password }, { quiet401: true }),
+  activate: (token: string, password: string) => post<void>(`${V}/users/activation-links/consume`, { token, password }, { quiet401: true }),
+
+  // Users and roles
+  users: () => get<User[]>(`${V}/users`),
+  createUser: (b: { username: string; first_name: string; last_name: string; email: string; password?: string; roles: string[] }) =>
+    post<User>(`${V}/users`, b),
+  updateProfile: (id: string, b: Partial<Pick<User, 'first_name' | 'last_name' | 'email' | 'display_name'>>) =>
+    patch<User>(`${V}/users/${enc(id)}/profile`, b),
+  setPassword: (id: string, b: { password: string; current_password?: string; code?: string }) =>
+    post<void>(`${V}/users/${enc(id)}/reset-password`, b),
+  setRoles: (id: string, roles: string[]) => put<User>(`${V}/users/${enc(id)}/roles`, { roles }),
+  setActive: (id: string, active: boolean) => patch<User>(`${V}/users/${enc(id)}/active`, { active }),
+  deleteUser: (id: string) => del<void>(`${V}/users/${enc(id)}`),
+  sendActivation: (user_id: string) => post<{ sent: boolean; expires_at: string }>(`${V}/users/activation-links/generate`, { user_id }),
+  roles: () => get<Role[]>(`${V}/roles`),
+
+  // API keys
+  apiKeys: () => get<ApiKey[]>(`${V}/apikeys`),
+  createApiKey: (b: { name: string; scope?: ApiKeyScope; expires_in_days?: number }) => post<ApiKey & { key: string }>(`${V}/apikeys`, b),
+  deleteApiKey: (id: string) => del<void>(`${V}/apikeys/${enc(id)}`),
+
+  // Settings and audit
+  security: () => get<SecuritySettings>(`${V}/settings/security`),
+  updateSecurity: (b: Partial<SecuritySettings>) => patch<SecuritySettings>(`${V}/settings/security`, b),
+  audit: (p: { limit?: number; offset?: number; action?: string }) => get<Page<AuditEntry>>(`${V}/audit${qs(p)}`),
+
+  // Servers
+  servers: (p: { q?: string; group_id?: string; status?: string } = {}, signal?: AbortSignal) =>
+    get<Server[]>(`${V}/servers${qs(p)}`, { signal }),
+  server: (id: string) => get<Server>(`${V}/servers/${enc(id)}`),
+  probe: (host: string, port: number) => post<ProbeResult>(`${V}/servers/probe`, { host, port }),
+  join: (b: {
+    name: string; host: string; port: number; username: string; auth: 'key' | 'password';
+    private_key?: string; password?: string; host_key: string; group_ids?: string[]; segment?: string;
+  }) => post<JobStarted>(`${V}/servers/join`, b),
+  serverSettings: (id: string, b: { name?: string; port?: number; segment?: string }) => patch<Server>(`${V}/servers/${enc(id)}/settings`, b),
+  serverAction: (id: string, action: ServerAction) => post<JobStarted>(`${V}/servers/${enc(id)}/${serverActionPath[action]}`),
+  decommission: (id: string) => post<void>(`${V}/servers/${enc(id)}/decommission`),
+  activeJob: (id: string) => get<Job>(`${V}/servers/${enc(id)}/active-job`),
+  serverPart: (id: string, part: 'hardware' | 'packages' | 'outdated-packages') => get<unknown>(`${V}/servers/${enc(id)}/${part}`),
+  storageHistory: (id: string) => get<StorageHistory>(`${V}/servers/${enc(id)}/storage-history`),
+
+  // Groups
+  groups: () => get<Group[]>(`${V}/server-groups`),
+  createGroup: (b: { name: string; description?: string; segment?: string }) => post<Group>(`${V}/server-groups/create`, b),
+  groupSettings: (id: string, b: { name?: string; description?: string; segment?: string }) =>
+    patch<Group>(`${V}/server-groups/${enc(id)}/settings`, b),
+  groupMember: (id: string, op: 'assign-server' | 'remove-server', server_id: string) =>
+    post<Group>(`${V}/server-groups/${enc(id)}/${op}`, { server_id }),
+  groupManager: (id: string, op: 'assign-manager' | 'remove-manager', user_id: string) =>
+    post<Group>(`${V}/server-groups/${enc(id)}/${op}`, { user_id }),
+  disbandGroup: (id: string) => post<void>(`${V}/server-groups/${enc(id)}/disband`),
+
+  // Jobs
+  jobs: (p: { server_id?: string; status?: string; job_name?: string; limit?: number; offset?: number }) =>
+    get<Page<Job>>(`${V}/jobs/history${qs(p)}`),
+  jobFilterOptions: () => get<{ statuses: string[]; job_names: string[] }>(`${V}/jobs/filter-options`),
+  job: (id: string) => get<Job>(`${V}/jobs/${enc(id)}`),
+  jobOutput: (id: string, offset: number) => get<SshOutput>(`${V}/jobs/${enc(id)}/ssh-output${qs({ offset })}`),
+  jobStreamUrl: (id: string) => `${V}/jobs/${enc(id)}/stream`,
+  abortJob: (id: string) => post<Job>(`${V}/jobs/${enc(id)}/abort`),
+
+  // Portal messages
+  visibleAnnouncements: () => get<Announcement[]>(`${V}/announcements/visible`, { quiet401: true }),
+  announcements: () => get<Announcement[]>(`${V}/admin/announcements`),
+  createAnnouncement: (b: AnnouncementInput) => post<Announcement>(`${V}/admin/announcements/create`, b),
+  updateAnnouncement: (id: string, b: AnnouncementInput) => post<Announcement>(`${V}/admin/announcements/${enc(id)}/update`, b),
+  deleteAnnouncement: (id: string) => post<void>(`${V}/admin/announcements/${enc(id)}/delete`),
+};
+
+export interface AnnouncementInput {
+  title: string;
+  body: string;
+  severity: string;
+  active: boolean;
+  startsAt: string | null;
+  endsAt: string | null;
+}
+
+export type ServerAction = 'upgrade-security' | 'upgrade-all' | 'refresh' | 'reboot' | 'reconnect' | 'rotate-key';
+
+const serverActionPath: Record<ServerAction, string> = {
+  'upgrade-security': 'packages/upgrade-security',
+  'upgrade-all': 'packages/upgrade-all',
+  refresh: 'packages/refresh',
+  reboot: 'reboot',
+  reconnect: 'reconnect',
+  'rotate-key': 'rotate-key',
+};
+
+export function errorText(e: unknown): string {
+  if (e instanceof ApiError) return e.message;
+  if (e instanceof Error) return e.message;
+  return String(e);
+}
+
+/** Lists may come bare or wrapped as {items}; both are accepted. */
+export function asList<T>(v: unknown): T[] {
+  if (Array.isArray(v)) return v as T[];
+  if (v && typeof v === 'object' && Array.isArray((v as { items?: unknown }).items)) return (v as { items: T[] }).items;
+  return [];
+}
