@@ -70,6 +70,11 @@ export async function startApi({ dev = true, config = {} } = {}) {
     if (Date.now() > deadline) throw new Error(`lcm-api not healthy after 20 s:\n${stderr}`);
     await sleep(50);
   }
+  // The HTTPS health check runs curl synchronously, which blocks the event
+  // loop: give the pending stdout events a turn before reading the
+  // password (printed once, before the listeners start).
+  const pwDeadline = Date.now() + 5000;
+  while (!/password: (\S+)/.test(stdout) && Date.now() < pwDeadline) await sleep(20);
   const m = /password: (\S+)/.exec(stdout);
   return {
     base, dir, port, proc, adminPassword: m?.[1] ?? '',
