@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 
-	"github.com/nats-io/nats-server/v2/server"
-
 	"github.com/lcmproject/lcm/internal/bus"
 	"github.com/lcmproject/lcm/internal/config"
 	"github.com/lcmproject/lcm/internal/fleet"
@@ -35,11 +33,11 @@ func (a *app) wireJobs(ctx context.Context) (*fleet.Service, *jobs.Service, erro
 
 // natsUsers are the accounts of a listening embedded NATS: lcm-api's own
 // (full rights) and one least-privilege account per remote worker.
-func natsUsers(c config.NATSConfig) []*server.User {
+func natsUsers(c config.NATSConfig) []bus.User {
 	if c.Listen == "" {
 		return nil
 	}
-	users := []*server.User{bus.FullUser(c.User, c.Password)}
+	users := []bus.User{bus.FullUser(c.User, c.Password)}
 	for _, w := range c.Workers {
 		users = append(users, bus.WorkerUser(w.User, w.Password, w.Segments))
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -113,6 +114,52 @@ func (b *Bus) Serve(subject, queue string, fn func(data []byte) []byte) (stop fu
 		return nil, err
 	}
 	return func() { _ = sub.Unsubscribe() }, nil
+}
+
+// ServeConcurrently is Serve for handlers that mostly wait (on a
+// database): up to n requests are handled at once, each in its own
+// goroutine; further ones wait in the subscription. stop unsubscribes and
+// waits for the handlers in flight.
+func (b *Bus) ServeConcurrently(subject, queue string, n int, fn func(data []byte) []byte) (stop func(), err error) {
+	sem := make(chan struct{}, max(n, 1))
+	var (
+		mu      sync.Mutex // orders wg.Add before stop's wg.Wait
+		stopped bool
+		wg      sync.WaitGroup
+	)
+	handler := func(m *nats.Msg) {
+		sem <- struct{}{}
+		mu.Lock()
+		if stopped { // delivered while stop ran
+			mu.Unlock()
+			<-sem
+			return
+		}
+		wg.Add(1)
+		mu.Unlock()
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if reply := fn(m.Data); reply != nil && m.Reply != "" {
+				_ = m.Respond(reply)
+			}
+		}()
+	}
+	var sub *nats.Subscription
+	if queue == "" {
+		sub, err = b.NC.Subscribe(subject, handler)
+	} else {
+		sub, err = b.NC.QueueSubscribe(subject, queue, handler)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return func() {
+		_ = sub.Unsubscribe()
+		mu.Lock()
+		stopped = true
+		mu.Unlock()
+		wg.Wait()
+	}, nil
 }
 
 // Subscribe delivers every core NATS message on subject (live fan-out: every

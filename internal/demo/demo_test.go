@@ -61,10 +61,7 @@ func setup(t *testing.T) (*plane.Plane, *inventory.Service, *status.Service, dem
 	// No worker: a job that is not simulated would stay pending forever.
 	p := plane.Start(t, plane.Options{NoWorker: true})
 	st := status.New(p.Store, nil)
-	inv := inventory.New(p.Store, inventory.Options{OnIngest: func(ctx context.Context, id string) error {
-		_, err := st.Recompute(ctx, id)
-		return err
-	}})
+	inv := inventory.New(p.Store, inventory.Options{OnIngest: st.RecomputeMany})
 	p.Jobs.SetSimulator(demo.Simulator(p.Store, nil))
 	p.Jobs.SimulatedDelay = 20 * time.Millisecond
 	return p, inv, st, demo.Deps{Store: p.Store, Inventory: inv, Status: st}

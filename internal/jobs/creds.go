@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"hash/fnv"
 	"time"
 
 	"github.com/lcmproject/lcm/internal/actions"
@@ -16,14 +17,28 @@ import (
 // credsTimeout bounds one credential answer (DB claim + decrypt + seal).
 const credsTimeout = 10 * time.Second
 
+// credsConcurrency is how many credential requests one replica answers at
+// once. An answer mostly waits on the database (a claim transaction, two
+// reads); answered one at a time, the claims of a fleet-wide refresh on
+// PostgreSQL queued behind each other at 15–20 ms each while the ingest
+// kept the database busy, and the later ones timed out at the worker and
+// were asked again. Eight in flight keep the database busy without
+// crowding the 32-connection pool.
+const credsConcurrency = 8
+
+// credsStripes is the number of locks that serialise requests for the
+// same job: with 8 in flight, 64 make a false wait rare.
+const credsStripes = 64
+
 // ServeCredentials answers credential requests (queue group: one replica
-// answers each) until stop is called. An answer is given only for a job
-// that this request claims or that the same worker already claimed, whose
-// server matches and whose segment is the one the worker consumed it from;
-// the credentials are sealed to the worker's public key and exist in
+// answers each; up to credsConcurrency at once, requests for the same job
+// one after the other) until stop is called. An answer is given only for a
+// job that this request claims or that the same worker already claimed,
+// whose server matches and whose segment is the one the worker consumed it
+// from; the credentials are sealed to the worker's public key and exist in
 // plaintext only in this function's memory.
 func (s *Service) ServeCredentials() (stop func(), err error) {
-	return s.bus.Serve(bus.SubjectCredsRequest, bus.QueueCreds, func(data []byte) []byte {
+	return s.bus.ServeConcurrently(bus.SubjectCredsRequest, bus.QueueCreds, credsConcurrency, func(data []byte) []byte {
 		ctx, cancel := context.WithTimeout(context.Background(), credsTimeout)
 		defer cancel()
 		reply := s.answerCreds(ctx, data)
@@ -38,6 +53,12 @@ func (s *Service) answerCreds(ctx context.Context, data []byte) bus.CredsReply {
 	if err := json.Unmarshal(data, &req); err != nil || req.V > bus.MessageVersion || req.JobID == "" || len(req.PublicKey) != 32 {
 		return bus.CredsReply{Code: "invalid", Error: "malformed credential request"}
 	}
+	// A worker's retry may arrive while its first request is answered:
+	// it must see the first one's claim and pending key, never make a
+	// second key.
+	mu := &s.credsMu[jobStripe(req.JobID)]
+	mu.Lock()
+	defer mu.Unlock()
 	job, err := s.store.JobState(ctx, req.JobID)
 	if err != nil {
 		return refuse(err)
@@ -105,4 +126,11 @@ func credentialsFor(job domain.Job, srv domain.Server, sec store.ServerSecrets) 
 		}
 	}
 	return c
+}
+
+// jobStripe picks the credsMu of a job.
+func jobStripe(jobID string) int {
+	h := fnv.New32a()
+	h.Write([]byte(jobID))
+	return int(h.Sum32() % credsStripes)
 }

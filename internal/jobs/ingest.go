@@ -3,7 +3,6 @@ package jobs
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"strings"
 	"time"
 
@@ -23,6 +22,11 @@ const (
 	// the acks were lost). A full batch is stored in well under a second;
 	// 10 s bounds how long such a gap stays in a job's output.
 	ingestAckWait = 10 * time.Second
+	// finishChunk bounds the final states whose finish hooks run and
+	// whose rows are written together: large enough that the inventory
+	// ingest of refresh results commits in groups, small enough that jobs
+	// read as final progressively while a full batch of 512 is worked off.
+	finishChunk = 100
 )
 
 // RunIngest stores job events from JOBEVENTS until ctx ends: output chunks
@@ -80,6 +84,10 @@ func (s *Service) RunIngest(ctx context.Context) error {
 	return nil
 }
 
+// ingest stores one fetched batch: output chunks, then heartbeats and
+// intermediate states (one transaction each), then the final states in
+// chunks (completeMany: finish hooks, then the rows). Per job the order of
+// its events is kept.
 func (s *Service) ingest(ctx context.Context, msgs []bus.Msg) error {
 	var chunks []store.ChunkIn
 	var states []bus.StateMsg
@@ -104,34 +112,49 @@ func (s *Service) ingest(ctx context.Context, msgs []bus.Msg) error {
 	if err := s.store.AppendOutput(ctx, chunks); err != nil {
 		return err
 	}
+	var beats []store.Heartbeat
+	var moves []store.JobTransition
+	var finals []final
+	ended := map[string]bool{}
 	for _, st := range states {
-		if err := s.applyState(ctx, st); err != nil {
+		if st.Type == bus.TypeHeartbeat {
+			beats = append(beats, store.Heartbeat{JobID: st.JobID, WorkerID: st.WorkerID, At: st.At})
+			continue
+		}
+		status := domain.JobStatus(st.Status)
+		if !status.Valid() || ended[st.JobID] {
+			continue // after a final state every other is refused anyway
+		}
+		u := store.JobUpdate{Status: status, WorkerID: st.WorkerID, At: st.At, ExitCode: st.ExitCode, Error: st.Error,
+			Result: st.Result, OutputBytes: st.OutputBytes, Data: st.Data, Unreachable: st.Unreachable}
+		if status.Terminal() {
+			ended[st.JobID] = true
+			finals = append(finals, final{id: st.JobID, u: u})
+			continue
+		}
+		moves = append(moves, store.JobTransition{JobID: st.JobID, Update: u})
+	}
+	if err := s.store.JobHeartbeats(ctx, beats); err != nil {
+		return err
+	}
+	if _, err := s.store.TransitionJobs(ctx, moves); err != nil {
+		return err
+	}
+	// A batch full of refresh results takes seconds: keep NATS from
+	// redelivering it meanwhile.
+	touched := time.Now()
+	for lo := 0; lo < len(finals); lo += finishChunk {
+		if time.Since(touched) > ingestAckWait/3 {
+			for _, m := range msgs {
+				_ = m.InProgress()
+			}
+			touched = time.Now()
+		}
+		if _, err := s.completeMany(ctx, finals[lo:min(lo+finishChunk, len(finals))]); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-func (s *Service) applyState(ctx context.Context, st bus.StateMsg) error {
-	if st.Type == bus.TypeHeartbeat {
-		return s.store.JobHeartbeat(ctx, st.JobID, st.WorkerID, st.At)
-	}
-	status := domain.JobStatus(st.Status)
-	if !status.Valid() {
-		return nil
-	}
-	u := store.JobUpdate{Status: status, WorkerID: st.WorkerID, At: st.At, ExitCode: st.ExitCode, Error: st.Error,
-		Result: st.Result, OutputBytes: st.OutputBytes, Data: st.Data, Unreachable: st.Unreachable}
-	var err error
-	if status.Terminal() {
-		_, _, err = s.complete(ctx, st.JobID, u)
-	} else {
-		_, _, err = s.store.TransitionJob(ctx, st.JobID, u)
-	}
-	if errors.Is(err, domain.ErrNotFound) {
-		return nil // a job rolled back at submit, or deleted
-	}
-	return err
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) bool {

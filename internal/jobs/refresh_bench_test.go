@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lcmproject/lcm/internal/actions"
 	"github.com/lcmproject/lcm/internal/domain"
 	"github.com/lcmproject/lcm/internal/fleetsim"
 	"github.com/lcmproject/lcm/internal/inventory"
@@ -21,35 +20,27 @@ import (
 )
 
 // inventoryHooks mirrors cmd/api's registerInventoryHooks for the refresh
-// kinds: the job's refresh data is ingested into the inventory (which
-// recomputes the status), then the status hook runs. ingested counts the
-// refresh results stored.
+// kinds: the refresh data of the jobs one ingest batch finished is
+// ingested into the inventory at once (which recomputes the status), then
+// the status batch hook runs. ingested counts the refresh results stored.
 func inventoryHooks(p *plane.Plane, ingested *atomic.Int64) {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	st := status.New(p.Store, quiet)
-	inv := inventory.New(p.Store, inventory.Options{Log: quiet, OnIngest: func(ctx context.Context, id string) error {
-		_, err := st.Recompute(ctx, id)
-		return err
-	}})
-	ingest := func(ctx context.Context, job domain.Job) error {
-		if len(job.Data) == 0 {
-			return nil
+	inv := inventory.New(p.Store, inventory.Options{Log: quiet, OnIngest: st.RecomputeMany})
+	ingest := func(ctx context.Context, jobs []domain.Job) []error {
+		errs := inv.IngestJobs(ctx, jobs)
+		for i, err := range errs {
+			if err == nil && len(jobs[i].Data) > 0 {
+				ingested.Add(1)
+			}
 		}
-		d, err := actions.DecodeRefresh(job.Data)
-		if err != nil {
-			return err
-		}
-		if err := inv.Ingest(ctx, job.ServerID, d.Facts, d.Inventory); err != nil {
-			return err
-		}
-		ingested.Add(1)
-		return nil
+		return errs
 	}
 	for _, k := range []domain.JobKind{domain.JobRefresh, domain.JobPackageAction, domain.JobUpgradeSecurity} {
-		p.Jobs.OnFinish(k, ingest)
+		p.Jobs.OnFinishBatch(k, ingest)
 	}
 	for _, k := range domain.JobKinds {
-		p.Jobs.OnFinish(k, func(ctx context.Context, job domain.Job) error { return st.JobFinished(ctx, job, job.Unreachable) })
+		p.Jobs.OnFinishBatch(k, func(ctx context.Context, jobs []domain.Job) []error { return st.JobsFinished(ctx, jobs) })
 	}
 }
 

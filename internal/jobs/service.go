@@ -11,7 +11,8 @@
 //	worker: pull worker-<seg> ──► lcm.creds.req (claim: pending→started; sealed creds) ──► run action
 //	        ──► lcm.job.<id>.out chunks {seq, offset} + lcm.job.<id>.state (running, heartbeats, final)
 //	API: ingest (durable api-ingest, shared by replicas) ──► job_output (insert-or-ignore) + jobs row
-//	     final state ──► release lock ──► finish hooks (fleet: promote key, record facts, delete server)
+//	     final states ──► finish hooks, batched per kind (fleet: promote key, delete server; inventory ingest;
+//	                      status) ──► jobs rows ──► release locks
 //	reaper: heartbeat older than HeartbeatTimeout ──► failed "worker vanished" + lock released
 package jobs
 
@@ -56,6 +57,20 @@ const (
 // recorded it). Hooks must be idempotent.
 type FinishHook func(ctx context.Context, job domain.Job) error
 
+// BatchFinishHook is a FinishHook over jobs of one kind that reached a
+// final state together (one ingest batch), so their effects can be stored
+// in a few transactions. It returns one error per job, in order; a nil or
+// short slice means the missing ones succeeded. Like FinishHook it must be
+// idempotent, and a failure of one job must not keep the others' effects
+// from being stored.
+type BatchFinishHook func(ctx context.Context, jobs []domain.Job) []error
+
+// finishHook is one registered hook: one or many.
+type finishHook struct {
+	one  FinishHook
+	many BatchFinishHook
+}
+
 // Service is the control-plane side of jobs.
 type Service struct {
 	store *store.Store
@@ -64,7 +79,10 @@ type Service struct {
 	now   func() time.Time
 
 	mu    sync.RWMutex
-	hooks map[domain.JobKind][]FinishHook
+	hooks map[domain.JobKind][]finishHook
+	// credsMu serialises credential requests for the same job (striped by
+	// job id, see answerCreds); never held together with mu.
+	credsMu [credsStripes]sync.Mutex
 	// simulator, when set, runs demo servers' jobs in-process (SetSimulator).
 	simulator atomic.Pointer[Simulator]
 	// SimulatedDelay is the pause between a simulated job's output chunks.
@@ -83,15 +101,24 @@ func New(st *store.Store, b *bus.Bus, log *slog.Logger) *Service {
 		log = slog.Default()
 	}
 	return &Service{store: st, bus: b, log: log, now: func() time.Time { return time.Now().UTC() },
-		hooks: map[domain.JobKind][]FinishHook{}, HeartbeatTimeout: HeartbeatTimeout, PendingTimeout: PendingTimeout,
+		hooks: map[domain.JobKind][]finishHook{}, HeartbeatTimeout: HeartbeatTimeout, PendingTimeout: PendingTimeout,
 		ReapInterval: ReapInterval, SimulatedDelay: 400 * time.Millisecond}
 }
 
-// OnFinish registers a hook for a job kind.
+// OnFinish registers a hook for a job kind. A kind's hooks run in the
+// order they were registered, batch hooks included.
 func (s *Service) OnFinish(kind domain.JobKind, h FinishHook) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.hooks[kind] = append(s.hooks[kind], h)
+	s.hooks[kind] = append(s.hooks[kind], finishHook{one: h})
+}
+
+// OnFinishBatch registers a batch hook for a job kind: it sees every job
+// of that kind that one ingest batch finished, at once.
+func (s *Service) OnFinishBatch(kind domain.JobKind, h BatchFinishHook) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.hooks[kind] = append(s.hooks[kind], finishHook{many: h})
 }
 
 // BusyError is the refusal of a submit for a server that runs a job.
@@ -299,37 +326,118 @@ func (s *Service) finish(ctx context.Context, id string, u store.JobUpdate) (dom
 	return job, err
 }
 
-// complete applies a final state: the finish hooks run first (with the job
-// as it is about to be recorded), so a job never reads as final before its
-// effects (a promoted key, a deleted server) are stored; then the state is
-// recorded and the server lock released. Hooks are idempotent, so a
-// redelivered event or a second replica running them again is harmless.
+// complete applies one final state (see completeMany).
 func (s *Service) complete(ctx context.Context, id string, u store.JobUpdate) (domain.Job, bool, error) {
-	cur, err := s.store.JobState(ctx, id)
+	res, err := s.completeMany(ctx, []final{{id: id, u: u}})
 	if err != nil {
 		return domain.Job{}, false, err
 	}
-	if !domain.CanTransition(cur.Status, u.Status) || (u.WorkerID != "" && cur.WorkerID != "" && cur.WorkerID != u.WorkerID) {
-		return cur, false, nil
+	return res[0].job, res[0].changed, res[0].err
+}
+
+// final is a final state to apply; completed is its outcome.
+type (
+	final struct {
+		id string
+		u  store.JobUpdate
 	}
-	next := cur
-	next.Status, next.Error, next.Result, next.ExitCode, next.FinishedAt = u.Status, u.Error, u.Result, u.ExitCode, &u.At
-	next.Data, next.Unreachable = u.Data, u.Unreachable
-	s.mu.RLock()
-	hooks := s.hooks[cur.Kind]
-	s.mu.RUnlock()
-	for _, h := range hooks {
-		if err := h(ctx, next); err != nil {
-			s.log.Error("job finish hook failed", "job_id", id, "job_name", cur.Kind, "err", err)
+	completed struct {
+		job     domain.Job
+		changed bool
+		err     error // domain.ErrNotFound for an unknown job
+	}
+)
+
+// completeMany applies final states, in order: the finish hooks run first
+// (with each job as it is about to be recorded), so a job never reads as
+// final before its effects (a promoted key, a deleted server, an ingested
+// inventory) are stored; then the states are recorded in one transaction
+// and the server locks released. Hooks are idempotent, so a redelivered
+// event or a second replica running them again is harmless; a failed hook
+// is logged and the job still finishes. A second final state of the same
+// job is ignored, as the state machine would.
+func (s *Service) completeMany(ctx context.Context, fs []final) ([]completed, error) {
+	ids := make([]string, len(fs))
+	for i, f := range fs {
+		ids[i] = f.id
+	}
+	cur, err := s.store.JobStates(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]completed, len(fs))
+	var ts []store.JobTransition
+	var idx []int // ts[k] is fs[idx[k]]
+	var next []domain.Job
+	for i, f := range fs {
+		c, ok := cur[f.id]
+		switch {
+		case !ok:
+			out[i].err = domain.NotFound("job")
+			continue
+		case !domain.CanTransition(c.Status, f.u.Status) || (f.u.WorkerID != "" && c.WorkerID != "" && c.WorkerID != f.u.WorkerID):
+			out[i].job = c
+			continue
+		}
+		n := c
+		u := f.u
+		n.Status, n.Error, n.Result, n.ExitCode, n.FinishedAt = u.Status, u.Error, u.Result, u.ExitCode, &u.At
+		n.Data, n.Unreachable = u.Data, u.Unreachable
+		cur[f.id] = n // a later final state of this job is refused
+		ts = append(ts, store.JobTransition{JobID: f.id, Update: u})
+		idx = append(idx, i)
+		next = append(next, n)
+	}
+	s.runHooks(ctx, next)
+	res, err := s.store.TransitionJobs(ctx, ts)
+	if err != nil {
+		return nil, err
+	}
+	for k, r := range res {
+		i := idx[k]
+		out[i] = completed{job: r.Job, changed: r.Changed, err: r.Err}
+		if r.Err != nil || !r.Changed {
+			continue
+		}
+		s.releaseLock(ctx, r.Job.ServerID, r.Job.ID)
+		s.log.Info("job finished", "job_id", r.Job.ID, "job_name", r.Job.Kind, "server_id", r.Job.ServerID, "status", r.Job.Status, "error", r.Job.Error)
+	}
+	return out, nil
+}
+
+// runHooks runs the finish hooks of jobs: per kind, in registration order,
+// a batch hook once over all of that kind's jobs, a single hook per job.
+// Failures are logged.
+func (s *Service) runHooks(ctx context.Context, jobs []domain.Job) {
+	var kinds []domain.JobKind
+	byKind := map[domain.JobKind][]domain.Job{}
+	for _, j := range jobs {
+		if _, ok := byKind[j.Kind]; !ok {
+			kinds = append(kinds, j.Kind)
+		}
+		byKind[j.Kind] = append(byKind[j.Kind], j)
+	}
+	for _, k := range kinds {
+		s.mu.RLock()
+		hooks := s.hooks[k]
+		s.mu.RUnlock()
+		group := byKind[k]
+		for _, h := range hooks {
+			if h.many != nil {
+				for i, err := range h.many(ctx, group) {
+					if err != nil && i < len(group) {
+						s.log.Error("job finish hook failed", "job_id", group[i].ID, "job_name", k, "err", err)
+					}
+				}
+				continue
+			}
+			for _, j := range group {
+				if err := h.one(ctx, j); err != nil {
+					s.log.Error("job finish hook failed", "job_id", j.ID, "job_name", k, "err", err)
+				}
+			}
 		}
 	}
-	job, changed, err := s.store.TransitionJob(ctx, id, u)
-	if err != nil || !changed {
-		return job, changed, err
-	}
-	s.releaseLock(ctx, job.ServerID, job.ID)
-	s.log.Info("job finished", "job_id", job.ID, "job_name", job.Kind, "server_id", job.ServerID, "status", job.Status, "error", job.Error)
-	return job, true, nil
 }
 
 // announce publishes a state decided by the control plane so live

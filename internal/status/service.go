@@ -42,30 +42,62 @@ type Result struct {
 // Recompute loads a server's inputs, computes its status and stores it
 // (also into servers.status) when the colour or an input changed.
 func (s *Service) Recompute(ctx context.Context, serverID string) (Result, error) {
-	raw, err := s.store.LoadStatusInputs(ctx, serverID)
+	res, err := s.recompute(ctx, []string{serverID})
 	if err != nil {
 		return Result{}, err
 	}
-	in := inputsOf(raw, s.now())
-	st, ins := Compute(in)
-	body, err := json.Marshal(ins)
+	r, ok := res[serverID]
+	if !ok {
+		return Result{}, domain.NotFound("server")
+	}
+	return r, nil
+}
+
+// RecomputeMany is Recompute for many servers: their inputs are read in a
+// few queries and the changed statuses stored in one transaction (the
+// inventory ingest and the jobs ingest hand over whole batches). Servers
+// that do not exist are skipped.
+func (s *Service) RecomputeMany(ctx context.Context, serverIDs []string) error {
+	_, err := s.recompute(ctx, serverIDs)
+	return err
+}
+
+func (s *Service) recompute(ctx context.Context, ids []string) (map[string]Result, error) {
+	raws, err := s.store.LoadStatusInputsMany(ctx, ids)
 	if err != nil {
-		return Result{}, err
+		return nil, err
 	}
-	hash := hashOf(st, body)
-	res := Result{Status: st, Insights: ins, ComputedAt: in.Now}
-	if raw.Previous != nil && raw.Previous.InputsHash == hash {
-		res.ComputedAt = raw.Previous.ComputedAt
-		return res, nil
+	now := s.now()
+	out := make(map[string]Result, len(raws))
+	var save []store.StatusRecord
+	var changed []string
+	for id, raw := range raws {
+		in := inputsOf(raw, now)
+		st, ins := Compute(in)
+		body, err := json.Marshal(ins)
+		if err != nil {
+			return nil, err
+		}
+		hash := hashOf(st, body)
+		res := Result{Status: st, Insights: ins, ComputedAt: in.Now}
+		if raw.Previous != nil && raw.Previous.InputsHash == hash {
+			res.ComputedAt = raw.Previous.ComputedAt
+			out[id] = res
+			continue
+		}
+		out[id] = res
+		save = append(save, store.StatusRecord{ServerID: id, Status: string(st), InsightsJSON: body, InputsHash: hash, ComputedAt: in.Now})
+		if raw.Previous == nil || raw.Previous.Status != string(st) {
+			changed = append(changed, id)
+		}
 	}
-	if err := s.store.SaveStatus(ctx, store.StatusRecord{ServerID: serverID, Status: string(st), InsightsJSON: body,
-		InputsHash: hash, ComputedAt: in.Now}); err != nil {
-		return Result{}, err
+	if err := s.store.SaveStatuses(ctx, save); err != nil {
+		return nil, err
 	}
-	if raw.Previous == nil || raw.Previous.Status != string(st) {
-		s.log.Info("server status changed", "server_id", serverID, "status", st)
+	for _, id := range changed {
+		s.log.Info("server status changed", "server_id", id, "status", out[id].Status)
 	}
-	return res, nil
+	return out, nil
 }
 
 // hashOf fingerprints the outcome (colour and insight texts, which embed
@@ -121,6 +153,43 @@ func (s *Service) JobFinished(ctx context.Context, job domain.Job, unreachable b
 		_, err = s.Recompute(ctx, job.ServerID)
 	}
 	return err
+}
+
+// JobsFinished is JobFinished for many jobs (job.Unreachable tells a
+// transport failure): one transaction records the contacts, one recompute
+// follows. It returns one error per job, in order. If the contacts fail
+// (a server was deleted meanwhile), each job is retried alone; if the
+// recompute fails, each server is recomputed alone — the contacts are
+// stored then, and a failed contact must not count twice.
+func (s *Service) JobsFinished(ctx context.Context, jobs []domain.Job) []error {
+	errs := make([]error, len(jobs))
+	var contacts []store.Contact
+	ids := make([]string, 0, len(jobs))
+	for _, job := range jobs {
+		ids = append(ids, job.ServerID)
+		switch {
+		case job.Unreachable:
+			contacts = append(contacts, store.Contact{ServerID: job.ServerID, Reason: job.Error})
+		case job.Status == domain.JobSuccess || job.Status == domain.JobFailed:
+			contacts = append(contacts, store.Contact{ServerID: job.ServerID, OK: true})
+		}
+	}
+	if err := s.store.RecordContacts(ctx, contacts, s.now()); err != nil {
+		if len(jobs) == 1 {
+			errs[0] = err
+			return errs
+		}
+		for i, job := range jobs {
+			errs[i] = s.JobFinished(ctx, job, job.Unreachable)
+		}
+		return errs
+	}
+	if err := s.RecomputeMany(ctx, ids); err != nil {
+		for i, job := range jobs {
+			_, errs[i] = s.Recompute(ctx, job.ServerID)
+		}
+	}
+	return errs
 }
 
 // Finding is one vulnerability finding the scanner reports.

@@ -3,13 +3,10 @@ package store
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sort"
-	"strings"
 	"time"
 
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 
 	"github.com/lcmproject/lcm/internal/domain"
 )
@@ -42,176 +39,6 @@ type FactsRecord struct {
 	RootUsedPercent float64 // -1 when unknown
 	CollectedAt     time.Time
 	SecuritySince   *time.Time
-}
-
-// InventoryIngest is everything one refresh stores, in one transaction.
-type InventoryIngest struct {
-	Facts    FactsRecord
-	Packages []PackageRecord
-	Outdated []OutdatedRecord
-}
-
-// IngestStats says what an ingest changed.
-type IngestStats struct {
-	Inserted, Deleted, Unchanged int
-}
-
-// IngestInventory replaces a server's facts, packages and outdated packages
-// in one transaction. Packages are diffed against the stored set so a
-// refresh that changed three packages writes six rows, not 1,500; the first
-// ingest is a bulk insert. SecuritySince is carried over while security
-// updates stay pending.
-func (s *Store) IngestInventory(ctx context.Context, in InventoryIngest) (IngestStats, error) {
-	var stats IngestStats
-	id := in.Facts.ServerID
-	err := s.InTx(ctx, func(tx *Store) error {
-		db := tx.conn(ctx)
-		// FOR SHARE holds off a concurrent delete of the server until the
-		// packages are in, so its cascade trigger sees them (PostgreSQL;
-		// SQLite has one writer).
-		lock := ""
-		if tx.dialect == Postgres {
-			lock = " FOR SHARE"
-		}
-		var ids []string
-		if err := db.Raw("SELECT id FROM servers WHERE id = ?"+lock, id).Scan(&ids).Error; err != nil {
-			return mapErr(err, "server")
-		}
-		if len(ids) == 0 {
-			return domain.NotFound("server")
-		}
-		var prev []serverFactsRow
-		if err := db.Select("server_id", "security_since").Where("server_id = ?", id).Limit(1).Find(&prev).Error; err != nil {
-			return mapErr(err, "server facts")
-		}
-		f := in.Facts
-		switch {
-		case f.SecurityUpdates == 0:
-			f.SecuritySince = nil
-		case len(prev) == 1 && prev[0].SecuritySince != nil:
-			f.SecuritySince = prev[0].SecuritySince
-		case f.SecuritySince == nil:
-			t := f.CollectedAt
-			f.SecuritySince = &t
-		}
-		row := serverFactsRow{ServerID: id, Facts: string(f.FactsJSON), PackageManager: f.PackageManager,
-			Packages: f.Packages, Updates: f.Updates, SecurityUpdates: f.SecurityUpdates, RebootRequired: f.RebootRequired,
-			RootUsedPercent: f.RootUsedPercent, CollectedAt: f.CollectedAt, SecuritySince: f.SecuritySince}
-		if err := db.Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "server_id"}}, UpdateAll: true}).
-			Omit("Server").Create(&row).Error; err != nil {
-			return mapErr(err, "server facts")
-		}
-		var err error
-		if stats, err = tx.replacePackages(ctx, id, in.Packages); err != nil {
-			return err
-		}
-		return tx.replaceOutdated(ctx, id, in.Outdated)
-	})
-	return stats, err
-}
-
-// pkgKey is a package's identity within a server: the primary key.
-func pkgKey(p PackageRecord) string {
-	return p.Name + "\x00" + p.Arch + "\x00" + p.Version
-}
-
-var packageCols = []string{"server_id", "name", "arch", "version", "source", "manager"}
-
-// replacePackages makes the stored set of server id equal pkgs. The first
-// ingest of a server (nothing stored) is a plain bulk insert; later ones
-// read the server's rows (one key range) and write only the difference.
-// Duplicate keys in pkgs collapse to their first occurrence.
-func (s *Store) replacePackages(ctx context.Context, id string, pkgs []PackageRecord) (IngestStats, error) {
-	db := s.conn(ctx)
-	seen := make(map[string]int, len(pkgs))
-	uniq := make([]PackageRecord, 0, len(pkgs))
-	for _, p := range pkgs {
-		k := pkgKey(p)
-		if _, dup := seen[k]; dup {
-			continue
-		}
-		seen[k] = len(uniq)
-		uniq = append(uniq, p)
-	}
-	var old []serverPackageRow
-	if err := db.Select(packageCols).Where("server_id = ?", id).Find(&old).Error; err != nil {
-		return IngestStats{}, mapErr(err, "packages")
-	}
-	add, stale := slices.Clone(uniq), []PackageRecord(nil)
-	if len(old) > 0 {
-		keep := make([]bool, len(uniq))
-		for _, r := range old {
-			o := PackageRecord{Name: r.Name, Version: r.Version, Arch: r.Arch, Source: r.Source, Manager: r.Manager}
-			if i, ok := seen[pkgKey(o)]; ok && uniq[i] == o {
-				keep[i] = true
-				continue
-			}
-			stale = append(stale, o)
-		}
-		add = nil
-		for i, p := range uniq {
-			if !keep[i] {
-				add = append(add, p)
-			}
-		}
-	}
-	// Key order turns the inserts into a walk along one key range.
-	sort.Slice(add, func(i, j int) bool {
-		a, b := add[i], add[j]
-		if a.Name != b.Name {
-			return a.Name < b.Name
-		}
-		if a.Arch != b.Arch {
-			return a.Arch < b.Arch
-		}
-		return a.Version < b.Version
-	})
-	if err := s.deletePackages(ctx, id, stale); err != nil {
-		return IngestStats{}, err
-	}
-	if err := s.bulkInsert(ctx, "server_packages", packageCols, "", len(add),
-		func(i int) []any { p := add[i]; return []any{id, p.Name, p.Arch, p.Version, p.Source, p.Manager} }); err != nil {
-		return IngestStats{}, err
-	}
-	if len(add) > 0 {
-		// The catalog learns new names in-engine: no parameters to bind.
-		if err := db.Exec("INSERT INTO package_names (name) SELECT DISTINCT name FROM server_packages WHERE server_id = ? ON CONFLICT DO NOTHING", id).Error; err != nil {
-			return IngestStats{}, mapErr(err, "package names")
-		}
-	}
-	return IngestStats{Inserted: len(add), Deleted: len(stale), Unchanged: len(old) - len(stale)}, nil
-}
-
-// deletePackages deletes rows by key, a batch per statement.
-func (s *Store) deletePackages(ctx context.Context, id string, rows []PackageRecord) error {
-	const batch = 100 // 3 parameters each plus the server id
-	db := s.conn(ctx)
-	for lo := 0; lo < len(rows); lo += batch {
-		hi := min(lo+batch, len(rows))
-		args := []any{id}
-		vals := make([]string, 0, hi-lo)
-		for _, p := range rows[lo:hi] {
-			vals = append(vals, "(?,?,?)")
-			args = append(args, p.Name, p.Arch, p.Version)
-		}
-		q := "DELETE FROM server_packages WHERE server_id = ? AND (name, arch, version) IN (VALUES " + strings.Join(vals, ",") + ")"
-		if err := db.Exec(q, args...).Error; err != nil {
-			return mapErr(err, "packages")
-		}
-	}
-	return nil
-}
-
-func (s *Store) replaceOutdated(ctx context.Context, id string, up []OutdatedRecord) error {
-	db := s.conn(ctx)
-	if err := db.Where("server_id = ?", id).Delete(&serverOutdatedRow{}).Error; err != nil {
-		return mapErr(err, "outdated packages")
-	}
-	if len(up) == 0 {
-		return nil
-	}
-	return s.bulkInsert(ctx, "server_outdated", []string{"server_id", "name", "arch", "current", "candidate", "security"}, "", len(up),
-		func(i int) []any { u := up[i]; return []any{id, u.Name, u.Arch, u.Current, u.Candidate, u.Security} })
 }
 
 // ServerVisible reports domain.ErrNotFound unless the server exists and sc
@@ -252,15 +79,16 @@ func (s *Store) ServerPackages(ctx context.Context, sc Scope, id string) ([]Pack
 	if err := s.ServerVisible(ctx, sc, id); err != nil {
 		return nil, err
 	}
-	var rows []serverPackageRow
-	if err := s.conn(ctx).Omit("Server").Where("server_id = ?", id).Order("name, arch, version").Find(&rows).Error; err != nil {
+	var rows []PackageRecord
+	if err := s.conn(ctx).Raw(`SELECT pv.name, pv.version, pv.arch, pv.source, pv.manager
+	FROM inventory_servers i JOIN server_packages sp ON sp.server_num = i.num JOIN package_versions pv ON pv.id = sp.pkg_id
+	WHERE i.server_id = ? ORDER BY pv.name, pv.arch, pv.version`, id).Scan(&rows).Error; err != nil {
 		return nil, mapErr(err, "packages")
 	}
-	out := make([]PackageRecord, len(rows))
-	for i, r := range rows {
-		out[i] = PackageRecord{Name: r.Name, Version: r.Version, Arch: r.Arch, Source: r.Source, Manager: r.Manager}
+	if rows == nil {
+		rows = []PackageRecord{}
 	}
-	return out, nil
+	return rows, nil
 }
 
 // ServerOutdated lists a visible server's outdated packages by name.
@@ -303,11 +131,14 @@ type PackageOverview struct {
 // the servers visible in sc run and on which servers. It also returns the
 // number of matching names.
 func (s *Store) PackageOverview(ctx context.Context, sc Scope, f OverviewFilter) ([]PackageOverview, int64, error) {
-	// Both queries loop over the (visible) servers and seek each one's
-	// clustered key range by name (CROSS JOIN fixes that join order on
-	// SQLite); server_packages has no fleet-wide name index on purpose.
-	has := applyServerScope(s.conn(ctx).Table("servers sv").Select("1").
-		Joins("CROSS JOIN server_packages sp").Where("sp.server_id = sv.id AND sp.name = package_names.name"), "sv.id", sc)
+	// Both queries loop over the (visible) servers and, per server, over
+	// the catalog's versions of a name, seeking (server_num, pkg_id) in
+	// the clustered key (CROSS JOIN fixes that join order on SQLite);
+	// server_packages has no fleet-wide package index on purpose.
+	const join = "CROSS JOIN inventory_servers i CROSS JOIN package_versions pv CROSS JOIN server_packages sp"
+	const on = "i.server_id = sv.id AND sp.server_num = i.num AND sp.pkg_id = pv.id"
+	has := applyServerScope(s.conn(ctx).Table("servers sv").Select("1").Joins(join).
+		Where("pv.name = package_names.name AND "+on), "sv.id", sc)
 	q := s.conn(ctx).Model(&packageNameRow{}).Where("EXISTS (?)", has)
 	switch {
 	case f.Name != "":
@@ -328,9 +159,9 @@ func (s *Store) PackageOverview(ctx context.Context, sc Scope, f OverviewFilter)
 	}
 	type row struct{ Name, Version, ServerID string }
 	var rows []row
-	q2 := applyServerScope(s.conn(ctx).Table("servers sv").Joins("CROSS JOIN server_packages sp"), "sv.id", sc)
-	if err := q2.Select("DISTINCT sp.name AS name, sp.version AS version, sp.server_id AS server_id").
-		Where("sp.server_id = sv.id AND sp.name IN ?", names).
+	q2 := applyServerScope(s.conn(ctx).Table("servers sv").Joins(join), "sv.id", sc)
+	if err := q2.Select("DISTINCT pv.name AS name, pv.version AS version, sv.id AS server_id").
+		Where("pv.name IN ? AND "+on, names).
 		Order("name, version, server_id").Scan(&rows).Error; err != nil {
 		return nil, 0, mapErr(err, "package overview")
 	}

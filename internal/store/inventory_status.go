@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -36,108 +38,227 @@ type StatusInputs struct {
 
 // LoadStatusInputs reads the status inputs of a server (system scope).
 func (s *Store) LoadStatusInputs(ctx context.Context, serverID string) (StatusInputs, error) {
+	m, err := s.LoadStatusInputsMany(ctx, []string{serverID})
+	if err != nil {
+		return StatusInputs{}, err
+	}
+	in, ok := m[serverID]
+	if !ok {
+		return StatusInputs{}, domain.NotFound("server")
+	}
+	return in, nil
+}
+
+// LoadStatusInputsMany reads the status inputs of the servers ids, five
+// queries per up to ingestBatch servers; servers that do not exist are
+// absent from the map.
+func (s *Store) LoadStatusInputsMany(ctx context.Context, ids []string) (map[string]StatusInputs, error) {
+	out := make(map[string]StatusInputs, len(ids))
+	for lo := 0; lo < len(ids); lo += ingestBatch {
+		if err := s.loadStatusInputs(ctx, ids[lo:min(lo+ingestBatch, len(ids))], out); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func (s *Store) loadStatusInputs(ctx context.Context, ids []string, out map[string]StatusInputs) error {
 	db := s.conn(ctx)
-	var in StatusInputs
 	var srv []serverRow
-	if err := db.Select("id", "last_seen_at").Where("id = ?", serverID).Limit(1).Find(&srv).Error; err != nil {
-		return in, mapErr(err, "server")
+	if err := db.Select("id", "last_seen_at").Where("id IN ?", ids).Find(&srv).Error; err != nil {
+		return mapErr(err, "server")
 	}
 	if len(srv) == 0 {
-		return in, domain.NotFound("server")
+		return nil
 	}
-	in.LastSeenAt = srv[0].LastSeenAt
+	ins := make(map[string]*StatusInputs, len(srv))
+	for _, r := range srv {
+		ins[r.ID] = &StatusInputs{LastSeenAt: r.LastSeenAt, Findings: map[string]int{}}
+	}
 	var facts []serverFactsRow
-	if err := db.Omit("Server", "facts").Where("server_id = ?", serverID).Limit(1).Find(&facts).Error; err != nil {
-		return in, mapErr(err, "server facts")
+	if err := db.Omit("Server", "facts").Where("server_id IN ?", ids).Find(&facts).Error; err != nil {
+		return mapErr(err, "server facts")
 	}
-	if len(facts) == 1 {
-		r := facts[0]
-		in.Facts = &FactsRecord{ServerID: r.ServerID, PackageManager: r.PackageManager, Packages: r.Packages,
-			Updates: r.Updates, SecurityUpdates: r.SecurityUpdates, RebootRequired: r.RebootRequired,
-			RootUsedPercent: r.RootUsedPercent, CollectedAt: r.CollectedAt, SecuritySince: r.SecuritySince}
+	for _, r := range facts {
+		if in := ins[r.ServerID]; in != nil {
+			in.Facts = &FactsRecord{ServerID: r.ServerID, PackageManager: r.PackageManager, Packages: r.Packages,
+				Updates: r.Updates, SecurityUpdates: r.SecurityUpdates, RebootRequired: r.RebootRequired,
+				RootUsedPercent: r.RootUsedPercent, CollectedAt: r.CollectedAt, SecuritySince: r.SecuritySince}
+		}
 	}
 	var st []serverStatusRow
-	if err := db.Omit("Server").Where("server_id = ?", serverID).Limit(1).Find(&st).Error; err != nil {
-		return in, mapErr(err, "server status")
+	if err := db.Omit("Server").Where("server_id IN ?", ids).Find(&st).Error; err != nil {
+		return mapErr(err, "server status")
 	}
-	if len(st) == 1 {
-		r := st[0]
-		in.FailedContacts, in.UnreachableSince, in.ContactError = r.FailedContacts, r.UnreachableSince, r.ContactError
-		in.Previous = &StatusRecord{ServerID: r.ServerID, Status: r.Status, InsightsJSON: []byte(r.Insights), InputsHash: r.InputsHash, ComputedAt: r.ComputedAt}
+	for _, r := range st {
+		if in := ins[r.ServerID]; in != nil {
+			in.FailedContacts, in.UnreachableSince, in.ContactError = r.FailedContacts, r.UnreachableSince, r.ContactError
+			in.Previous = &StatusRecord{ServerID: r.ServerID, Status: r.Status, InsightsJSON: []byte(r.Insights), InputsHash: r.InputsHash, ComputedAt: r.ComputedAt}
+		}
 	}
+	// The last finished job per server: the newest finished_at among its
+	// successful or failed jobs (ties: any of them, as before).
+	finished := []string{"success", "failed"}
 	var jobs []jobRow
-	if err := db.Select("kind", "status", "error", "finished_at").
-		Where("server_id = ? AND status IN ?", serverID, []string{"success", "failed"}).
-		Order("finished_at DESC").Limit(1).Find(&jobs).Error; err != nil {
-		return in, mapErr(err, "jobs")
+	if err := db.Raw(`SELECT j.server_id, j.kind, j.status, j.error, j.finished_at FROM jobs j
+	JOIN (SELECT server_id, MAX(finished_at) AS last FROM jobs WHERE server_id IN ? AND status IN ? GROUP BY server_id) m
+	ON m.server_id = j.server_id AND m.last = j.finished_at
+	WHERE j.server_id IN ? AND j.status IN ?`, ids, finished, ids, finished).Scan(&jobs).Error; err != nil {
+		return mapErr(err, "jobs")
 	}
-	if len(jobs) == 1 {
-		in.LastJobKind, in.LastJobStatus, in.LastJobError, in.LastJobAt = jobs[0].Kind, jobs[0].Status, jobs[0].Error, jobs[0].FinishedAt
+	for _, j := range jobs {
+		if in := ins[j.ServerID]; in != nil {
+			in.LastJobKind, in.LastJobStatus, in.LastJobError, in.LastJobAt = j.Kind, j.Status, j.Error, j.FinishedAt
+		}
 	}
 	type sev struct {
+		ServerID string
 		Severity string
 		N        int
 	}
 	var sevs []sev
-	if err := db.Model(&serverFindingRow{}).Select("severity, COUNT(*) AS n").Where("server_id = ?", serverID).
-		Group("severity").Scan(&sevs).Error; err != nil {
-		return in, mapErr(err, "findings")
+	if err := db.Model(&serverFindingRow{}).Select("server_id, severity, COUNT(*) AS n").Where("server_id IN ?", ids).
+		Group("server_id, severity").Scan(&sevs).Error; err != nil {
+		return mapErr(err, "findings")
 	}
-	in.Findings = map[string]int{}
 	for _, x := range sevs {
-		in.Findings[x.Severity] = x.N
+		if in := ins[x.ServerID]; in != nil {
+			in.Findings[x.Severity] = x.N
+		}
 	}
-	return in, nil
+	for id, in := range ins {
+		out[id] = *in
+	}
+	return nil
 }
 
 // SaveStatus stores a computed status and mirrors the colour into
 // servers.status (the column the server list filters on).
 func (s *Store) SaveStatus(ctx context.Context, r StatusRecord) error {
+	return s.SaveStatuses(ctx, []StatusRecord{r})
+}
+
+// SaveStatuses is SaveStatus for many servers, in one transaction. The
+// mirror into servers.status is one statement per server, each naming its
+// server, so the server list's change tracking (changes.go) refreshes
+// just those.
+func (s *Store) SaveStatuses(ctx context.Context, rs []StatusRecord) error {
+	if len(rs) == 0 {
+		return nil
+	}
+	last := make(map[string]int, len(rs)) // one row per server: the last record
+	for i, r := range rs {
+		last[r.ServerID] = i
+	}
 	return s.InTx(ctx, func(tx *Store) error {
 		db := tx.conn(ctx)
-		row := serverStatusRow{ServerID: r.ServerID, Status: r.Status, Insights: string(r.InsightsJSON), InputsHash: r.InputsHash, ComputedAt: r.ComputedAt}
+		rows := make([]serverStatusRow, 0, len(last))
+		for i, r := range rs {
+			if last[r.ServerID] == i {
+				rows = append(rows, serverStatusRow{ServerID: r.ServerID, Status: r.Status, Insights: string(r.InsightsJSON), InputsHash: r.InputsHash, ComputedAt: r.ComputedAt})
+			}
+		}
+		// Key order: concurrent batches on PostgreSQL lock the rows in the
+		// same order and wait for each other instead of deadlocking.
+		slices.SortFunc(rows, func(a, b serverStatusRow) int { return strings.Compare(a.ServerID, b.ServerID) })
 		if err := db.Omit("Server").Clauses(clause.OnConflict{
 			Columns:   []clause.Column{{Name: "server_id"}},
 			DoUpdates: clause.AssignmentColumns([]string{"status", "insights", "inputs_hash", "computed_at"}),
-		}).Create(&row).Error; err != nil {
+		}).CreateInBatches(rows, ingestBatch/10).Error; err != nil {
 			return mapErr(err, "server status")
 		}
-		return mapErr(db.Model(&serverRow{}).Where("id = ?", r.ServerID).UpdateColumn("status", r.Status).Error, "server")
+		for _, r := range rows {
+			if err := db.Model(&serverRow{}).Where("id = ?", r.ServerID).UpdateColumn("status", r.Status).Error; err != nil {
+				return mapErr(err, "server")
+			}
+		}
+		return nil
 	})
+}
+
+// Contact is one contact outcome with a server (RecordContacts).
+type Contact struct {
+	ServerID string
+	OK       bool
+	Reason   string // why it failed
 }
 
 // RecordContact notes a successful (ok) or failed contact with a server:
 // success resets the failure streak and stamps last_seen_at; a failure
 // extends the streak and remembers since when and why.
 func (s *Store) RecordContact(ctx context.Context, serverID string, ok bool, reason string, at time.Time) error {
+	return s.RecordContacts(ctx, []Contact{{ServerID: serverID, OK: ok, Reason: reason}}, at)
+}
+
+// RecordContacts is RecordContact for many contacts, in order, in one
+// transaction. A contact with a server that does not exist fails the
+// whole call with domain.ErrNotFound, as RecordContact does.
+func (s *Store) RecordContacts(ctx context.Context, cs []Contact, at time.Time) error {
+	if len(cs) == 0 {
+		return nil
+	}
+	at = at.UTC()
 	return s.InTx(ctx, func(tx *Store) error {
 		db := tx.conn(ctx)
+		var ids []string
+		seen := map[string]bool{}
+		for _, c := range cs {
+			if !seen[c.ServerID] {
+				seen[c.ServerID] = true
+				ids = append(ids, c.ServerID)
+			}
+		}
+		slices.Sort(ids) // lock order, as in SaveStatuses
 		var rows []serverStatusRow
-		if err := db.Omit("Server").Where("server_id = ?", serverID).Limit(1).Find(&rows).Error; err != nil {
+		if err := db.Omit("Server").Where("server_id IN ?", ids).Find(&rows).Error; err != nil {
 			return mapErr(err, "server status")
 		}
-		row := serverStatusRow{ServerID: serverID, Status: "unknown", Insights: "[]", ComputedAt: at}
-		if len(rows) == 1 {
-			row = rows[0]
+		cur := make(map[string]*serverStatusRow, len(ids))
+		for i := range rows {
+			cur[rows[i].ServerID] = &rows[i]
 		}
-		at := at.UTC()
-		row.LastContactAt = &at
-		if ok {
-			row.FailedContacts, row.UnreachableSince, row.ContactError = 0, nil, ""
-			if err := db.Model(&serverRow{}).Where("id = ?", serverID).UpdateColumn("last_seen_at", at).Error; err != nil {
+		seenOK := map[string]bool{}
+		for _, c := range cs {
+			row := cur[c.ServerID]
+			if row == nil {
+				row = &serverStatusRow{ServerID: c.ServerID, Status: "unknown", Insights: "[]", ComputedAt: at}
+				cur[c.ServerID] = row
+			}
+			row.LastContactAt = &at
+			if c.OK {
+				row.FailedContacts, row.UnreachableSince, row.ContactError = 0, nil, ""
+				seenOK[c.ServerID] = true
+			} else {
+				row.FailedContacts++
+				row.ContactError = c.Reason
+				if row.UnreachableSince == nil {
+					row.UnreachableSince = &at
+				}
+			}
+		}
+		var n int64
+		if err := db.Model(&serverRow{}).Where("id IN ?", ids).Count(&n).Error; err != nil {
+			return mapErr(err, "server")
+		}
+		if n != int64(len(ids)) {
+			return domain.NotFound("server")
+		}
+		for _, id := range ids {
+			if !seenOK[id] {
+				continue
+			}
+			if err := db.Model(&serverRow{}).Where("id = ?", id).UpdateColumn("last_seen_at", at).Error; err != nil {
 				return mapErr(err, "server")
 			}
-		} else {
-			row.FailedContacts++
-			row.ContactError = reason
-			if row.UnreachableSince == nil {
-				row.UnreachableSince = &at
-			}
+		}
+		out := make([]serverStatusRow, 0, len(ids))
+		for _, id := range ids {
+			out = append(out, *cur[id])
 		}
 		return mapErr(db.Omit("Server").Clauses(clause.OnConflict{
 			Columns:   []clause.Column{{Name: "server_id"}},
 			DoUpdates: clause.AssignmentColumns([]string{"failed_contacts", "unreachable_since", "contact_error", "last_contact_at"}),
-		}).Create(&row).Error, "server status")
+		}).CreateInBatches(out, ingestBatch/10).Error, "server status")
 	})
 }
 

@@ -207,73 +207,163 @@ type JobUpdate struct {
 // whether the job changed; a repeated or out-of-order update is ignored, so
 // redelivered events are harmless.
 func (s *Store) TransitionJob(ctx context.Context, jobID string, u JobUpdate) (domain.Job, bool, error) {
-	var out domain.Job
-	changed := false
+	var out TransitionResult
 	err := s.InTx(ctx, func(tx *Store) error {
-		var row jobRow
-		if err := tx.conn(ctx).Where("id = ?", jobID).Take(&row).Error; err != nil {
-			return mapErr(err, "job")
-		}
-		from := domain.JobStatus(row.Status)
-		if !domain.CanTransition(from, u.Status) || (u.WorkerID != "" && row.WorkerID != "" && row.WorkerID != u.WorkerID) {
-			out = jobFromRow(row)
-			return nil
-		}
-		set := map[string]any{"status": string(u.Status)}
-		if u.Status.Terminal() {
-			set["finished_at"] = u.At
-			if u.ExitCode != nil {
-				set["exit_code"] = *u.ExitCode
-			}
-			if u.Error != "" {
-				set["error"] = u.Error
-			}
-			if len(u.Result) > 0 {
-				set["result"] = string(u.Result)
-			}
-		}
-		if u.OutputBytes > row.OutputBytes {
-			set["output_bytes"] = u.OutputBytes
-		}
-		if row.StartedAt == nil && (u.Status == domain.JobStarted || u.Status == domain.JobRunning) {
-			set["started_at"] = u.At
-		}
-		res := tx.conn(ctx).Model(&jobRow{}).Where("id = ? AND status = ?", jobID, row.Status).Updates(set)
-		if res.Error != nil {
-			return mapErr(res.Error, "job")
-		}
-		if res.RowsAffected == 0 {
-			out = jobFromRow(row)
-			return nil
-		}
-		changed = true
-		out = jobFromRow(row)
-		out.Status = u.Status
-		if u.Status.Terminal() {
-			out.FinishedAt, out.ExitCode, out.Error = &u.At, u.ExitCode, u.Error
-			if len(u.Result) > 0 {
-				out.Result = u.Result
-			}
-		}
-		if v, ok := set["output_bytes"].(int64); ok {
-			out.OutputBytes = v
-		}
-		if v, ok := set["started_at"].(time.Time); ok {
-			out.StartedAt = &v
-		}
-		return nil
+		var err error
+		out, err = tx.transitionJob(ctx, jobID, u)
+		return err
 	})
 	if err != nil {
 		return domain.Job{}, false, err
 	}
-	return out, changed, nil
+	return out.Job, out.Changed, out.Err
+}
+
+// JobTransition is one update of TransitionJobs.
+type JobTransition struct {
+	JobID  string
+	Update JobUpdate
+}
+
+// TransitionResult is the outcome of one JobTransition.
+type TransitionResult struct {
+	Job     domain.Job
+	Changed bool
+	Err     error // domain.ErrNotFound for an unknown job
+}
+
+// TransitionJobs is TransitionJob for many updates, applied in order in
+// one transaction (the jobs ingest stores a batch of events at once). An
+// unknown job fails alone with domain.ErrNotFound; any other error rolls
+// back all of them.
+func (s *Store) TransitionJobs(ctx context.Context, ts []JobTransition) ([]TransitionResult, error) {
+	if len(ts) == 0 {
+		return nil, nil
+	}
+	out := make([]TransitionResult, len(ts))
+	err := s.InTx(ctx, func(tx *Store) error {
+		for i, t := range ts {
+			r, err := tx.transitionJob(ctx, t.JobID, t.Update)
+			if err != nil {
+				return err
+			}
+			out[i] = r
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// transitionJob is one transition inside a transaction (s is bound to it).
+func (s *Store) transitionJob(ctx context.Context, jobID string, u JobUpdate) (TransitionResult, error) {
+	var rows []jobRow
+	if err := s.conn(ctx).Where("id = ?", jobID).Limit(1).Find(&rows).Error; err != nil {
+		return TransitionResult{}, mapErr(err, "job")
+	}
+	if len(rows) == 0 {
+		return TransitionResult{Err: domain.NotFound("job")}, nil
+	}
+	row := rows[0]
+	from := domain.JobStatus(row.Status)
+	if !domain.CanTransition(from, u.Status) || (u.WorkerID != "" && row.WorkerID != "" && row.WorkerID != u.WorkerID) {
+		return TransitionResult{Job: jobFromRow(row)}, nil
+	}
+	set := map[string]any{"status": string(u.Status)}
+	if u.Status.Terminal() {
+		set["finished_at"] = u.At
+		if u.ExitCode != nil {
+			set["exit_code"] = *u.ExitCode
+		}
+		if u.Error != "" {
+			set["error"] = u.Error
+		}
+		if len(u.Result) > 0 {
+			set["result"] = string(u.Result)
+		}
+	}
+	if u.OutputBytes > row.OutputBytes {
+		set["output_bytes"] = u.OutputBytes
+	}
+	if row.StartedAt == nil && (u.Status == domain.JobStarted || u.Status == domain.JobRunning) {
+		set["started_at"] = u.At
+	}
+	res := s.conn(ctx).Model(&jobRow{}).Where("id = ? AND status = ?", jobID, row.Status).Updates(set)
+	if res.Error != nil {
+		return TransitionResult{}, mapErr(res.Error, "job")
+	}
+	if res.RowsAffected == 0 {
+		return TransitionResult{Job: jobFromRow(row)}, nil
+	}
+	out := jobFromRow(row)
+	out.Status = u.Status
+	if u.Status.Terminal() {
+		out.FinishedAt, out.ExitCode, out.Error = &u.At, u.ExitCode, u.Error
+		if len(u.Result) > 0 {
+			out.Result = u.Result
+		}
+	}
+	if v, ok := set["output_bytes"].(int64); ok {
+		out.OutputBytes = v
+	}
+	if v, ok := set["started_at"].(time.Time); ok {
+		out.StartedAt = &v
+	}
+	return TransitionResult{Job: out, Changed: true}, nil
 }
 
 // JobHeartbeat records a worker's heartbeat for an active job.
 func (s *Store) JobHeartbeat(ctx context.Context, jobID, workerID string, at time.Time) error {
-	return mapErr(s.conn(ctx).Model(&jobRow{}).
-		Where("id = ? AND worker_id = ? AND status IN ? AND (heartbeat_at IS NULL OR heartbeat_at < ?)", jobID, workerID, activeStatuses(), at).
-		Update("heartbeat_at", at).Error, "job")
+	return s.JobHeartbeats(ctx, []Heartbeat{{JobID: jobID, WorkerID: workerID, At: at}})
+}
+
+// Heartbeat is one worker heartbeat for a job.
+type Heartbeat struct {
+	JobID, WorkerID string
+	At              time.Time
+}
+
+// JobHeartbeats records heartbeats, in one transaction when there are
+// several (on PostgreSQL each commit waits for the WAL flush, and 1,000
+// running jobs send 200 a second).
+func (s *Store) JobHeartbeats(ctx context.Context, hs []Heartbeat) error {
+	beat := func(tx *Store, h Heartbeat) error {
+		return mapErr(tx.conn(ctx).Model(&jobRow{}).
+			Where("id = ? AND worker_id = ? AND status IN ? AND (heartbeat_at IS NULL OR heartbeat_at < ?)", h.JobID, h.WorkerID, activeStatuses(), h.At).
+			Update("heartbeat_at", h.At).Error, "job")
+	}
+	switch len(hs) {
+	case 0:
+		return nil
+	case 1:
+		return beat(s, hs[0])
+	}
+	return s.InTx(ctx, func(tx *Store) error {
+		for _, h := range hs {
+			if err := beat(tx, h); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// JobStates returns the jobs of ids that exist, by id, without their
+// server names (JobState for a batch).
+func (s *Store) JobStates(ctx context.Context, ids []string) (map[string]domain.Job, error) {
+	out := make(map[string]domain.Job, len(ids))
+	for lo := 0; lo < len(ids); lo += ingestBatch {
+		var rows []jobRow
+		if err := s.conn(ctx).Where("id IN ?", ids[lo:min(lo+ingestBatch, len(ids))]).Find(&rows).Error; err != nil {
+			return nil, mapErr(err, "jobs")
+		}
+		for _, r := range rows {
+			out[r.ID] = jobFromRow(r)
+		}
+	}
+	return out, nil
 }
 
 // StaleJobs returns started or running jobs whose last heartbeat is older
