@@ -21,6 +21,7 @@ import (
 
 	"github.com/lcmproject/lcm/internal/auth"
 	"github.com/lcmproject/lcm/internal/bus"
+	_ "github.com/lcmproject/lcm/internal/bus/natsembed" // all-in-one: NATS runs inside lcm-api
 	"github.com/lcmproject/lcm/internal/config"
 	"github.com/lcmproject/lcm/internal/health"
 	"github.com/lcmproject/lcm/internal/httpapi"
@@ -177,6 +178,14 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 		scheme = "http"
 	}
 	authSvc, err := a.wireAuth(ctx, fmt.Sprintf("%s://%s", scheme, uiLn.Addr()))
+	if err != nil {
+		uiLn.Close()
+		if agentLn != nil {
+			agentLn.Close()
+		}
+		return err
+	}
+	err = a.wireFleetChanges(ctx)
 	if err != nil {
 		uiLn.Close()
 		if agentLn != nil {

@@ -32,6 +32,10 @@ const (
 	// SubjectRecordsChanged announces committed zone changes (payload
 	// RecordsChanged) so every replica's DNS listener rebuilds those zones.
 	SubjectRecordsChanged = "lcm.records.changed"
+	// SubjectFleetChanged announces a committed change to servers, their
+	// status or group links (payload FleetChanged) so every replica drops
+	// its cached server listing.
+	SubjectFleetChanged = "lcm.fleet.changed"
 )
 
 // JobSubject is where a job for a server in a segment is published.

@@ -207,6 +207,34 @@ func (s *Service) List(ctx context.Context, p *domain.Principal, f store.ServerF
 	return s.store.ListServers(ctx, store.ScopeOf(p), f)
 }
 
+// SeesWholeFleet reports whether p's listings are unscoped (admin).
+func SeesWholeFleet(p *domain.Principal) bool { return store.ScopeOf(p).All() }
+
+// Version is the state of what a server listing shows, active jobs aside
+// (store.FleetVersion). Read it before the reads a cache is built from.
+func (s *Service) Version() store.FleetVersion { return s.store.FleetVersion() }
+
+// ChangesSince lists the servers changed after v; ok is false when a
+// cache built at v must be rebuilt whole (store.FleetChangesSince).
+func (s *Service) ChangesSince(v store.FleetVersion) (cur store.FleetVersion, ids []string, ok bool) {
+	return s.store.FleetChangesSince(v)
+}
+
+// MaxByID is the most servers ByID reads at once.
+const MaxByID = 500
+
+// ByID returns those of ids that exist and are visible to p (at most
+// MaxByID).
+func (s *Service) ByID(ctx context.Context, p *domain.Principal, ids []string) ([]domain.Server, error) {
+	return s.store.ServersByID(ctx, store.ScopeOf(p), ids)
+}
+
+// ActiveJobs maps each visible server with a pending or running job to
+// the job's id.
+func (s *Service) ActiveJobs(ctx context.Context, p *domain.Principal) (map[string]string, error) {
+	return s.store.ActiveJobIDs(ctx, store.ScopeOf(p))
+}
+
 // UpdateSettings changes a visible server's name, port or segment.
 func (s *Service) UpdateSettings(ctx context.Context, p *domain.Principal, id string, set store.ServerSettings) (domain.Server, error) {
 	if set.Name != nil {

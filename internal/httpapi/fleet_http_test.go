@@ -18,6 +18,7 @@ import (
 	"github.com/lcmproject/lcm/internal/actions"
 	"github.com/lcmproject/lcm/internal/domain"
 	"github.com/lcmproject/lcm/internal/fleetsim"
+	"github.com/lcmproject/lcm/internal/status"
 	"github.com/lcmproject/lcm/internal/testutil/plane"
 	"github.com/lcmproject/lcm/internal/version"
 )
@@ -37,7 +38,7 @@ func newFleetHTTP(t *testing.T) *fleetHTTP {
 	p := plane.Start(t, plane.Options{})
 	h := &fleetHTTP{p: p, users: map[string]*domain.Principal{"admin": p.Admin}}
 	s := &Server{deps: Deps{Store: p.Store, Bus: p.Bus, Log: slog.Default(), ClientAddr: remoteAddr,
-		Services: Services{Fleet: p.Fleet, Jobs: p.Jobs}}, engine: gin.New(), info: version.Get()}
+		Services: Services{Fleet: p.Fleet, Jobs: p.Jobs, Status: status.New(p.Store, slog.Default())}}, engine: gin.New(), info: version.Get()}
 	s.engine.Use(s.recoverPanics(), func(c *gin.Context) {
 		if pr := h.users[c.GetHeader("X-Test-User")]; pr != nil {
 			c.Set(ctxPrincipal, pr)

@@ -35,6 +35,10 @@ func (s *Server) respondJobError(c *gin.Context, err error) {
 
 func (s *Server) listServers(c *gin.Context) {
 	f := store.ServerFilter{Q: c.Query("q"), GroupID: c.Query("group_id"), Status: domain.ServerStatus(c.Query("status"))}
+	if f == (store.ServerFilter{}) && fleet.SeesWholeFleet(principal(c)) {
+		s.listWholeFleet(c)
+		return
+	}
 	list, err := s.deps.Services.Fleet.List(c.Request.Context(), principal(c), f)
 	if err != nil {
 		s.respondError(c, err)
@@ -53,8 +57,16 @@ func (s *Server) listServers(c *gin.Context) {
 // addStatus fills the traffic light and its insights from package status
 // (one batched read for the whole page); false after an error response.
 func (s *Server) addStatus(c *gin.Context, out []serverDTO) bool {
+	if err := s.fillStatus(c, out); err != nil {
+		s.respondError(c, err)
+		return false
+	}
+	return true
+}
+
+func (s *Server) fillStatus(c *gin.Context, out []serverDTO) error {
 	if s.deps.Services.Status == nil || len(out) == 0 {
-		return true
+		return nil
 	}
 	ids := make([]string, len(out))
 	for i := range out {
@@ -62,8 +74,7 @@ func (s *Server) addStatus(c *gin.Context, out []serverDTO) bool {
 	}
 	st, err := s.deps.Services.Status.Of(c.Request.Context(), principal(c), ids)
 	if err != nil {
-		s.respondError(c, err)
-		return false
+		return err
 	}
 	for i := range out {
 		r, ok := st[out[i].ID]
@@ -75,7 +86,7 @@ func (s *Server) addStatus(c *gin.Context, out []serverDTO) bool {
 			out[i].Insights = append(out[i].Insights, insightDTO{Level: string(in.Level), Code: in.Code, Text: in.Text})
 		}
 	}
-	return true
+	return nil
 }
 
 func (s *Server) probeServer(c *gin.Context) {

@@ -45,6 +45,8 @@ type Server struct {
 	engine *gin.Engine
 	routes []Route
 	info   version.Info
+	// serverList caches the rendered whole-fleet listing (serverlist.go).
+	serverList serverListCache
 }
 
 // New builds the router with the middleware chain in the documented order:

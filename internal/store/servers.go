@@ -121,6 +121,24 @@ func (s *Store) ListServers(ctx context.Context, sc Scope, f ServerFilter) ([]do
 	return out, nil
 }
 
+// ServersByID returns the servers among ids that are visible in sc (ids
+// that are gone or invisible are absent), in no particular order. At most
+// decorateInMax ids.
+func (s *Store) ServersByID(ctx context.Context, sc Scope, ids []string) ([]domain.Server, error) {
+	if len(ids) > decorateInMax {
+		return nil, fmt.Errorf("store: ServersByID: %d ids, at most %d", len(ids), decorateInMax)
+	}
+	if len(ids) == 0 {
+		return []domain.Server{}, nil
+	}
+	var rows []serverRow
+	q := applyServerScope(s.conn(ctx).Model(&serverRow{}), "id", sc)
+	if err := q.Where("id IN ?", ids).Omit(serverSecretCols...).Find(&rows).Error; err != nil {
+		return nil, mapErr(err, "servers")
+	}
+	return s.decorateServers(ctx, rows)
+}
+
 // decorateInMax is the longest server list decorateServers filters with
 // IN (ids); longer lists read every link and active job.
 const decorateInMax = 500
@@ -174,6 +192,21 @@ func (s *Store) decorateServers(ctx context.Context, rows []serverRow) ([]domain
 			out[i].GroupIDs = []string{}
 		}
 		out[i].ActiveJobID = active[r.ID]
+	}
+	return out, nil
+}
+
+// ActiveJobIDs maps every server visible in sc that has a pending, started
+// or running job to that job's id (one index range on jobs.status).
+func (s *Store) ActiveJobIDs(ctx context.Context, sc Scope) (map[string]string, error) {
+	var rows []jobRow
+	q := applyServerScope(s.conn(ctx).Select("id", "server_id"), "server_id", sc)
+	if err := q.Where("status IN ?", activeStatuses()).Find(&rows).Error; err != nil {
+		return nil, mapErr(err, "jobs")
+	}
+	out := make(map[string]string, len(rows))
+	for _, j := range rows {
+		out[j.ServerID] = j.ID
 	}
 	return out, nil
 }

@@ -46,6 +46,11 @@ type Store struct {
 	kr      *secret.Keyring
 	dialect Dialect
 	log     *slog.Logger
+	changes *changes
+	// pkgs caches the package catalog's ids (inventory ingest). Only the
+	// root store has it: InTx's stores do not, so nothing a transaction
+	// that may still roll back wrote can enter the cache.
+	pkgs *packageCatalog
 }
 
 // Options selects and tunes the database.
@@ -118,7 +123,12 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 			return nil, fmt.Errorf("store: SQLite WAL mode not active (got %q): %v", mode, err)
 		}
 	}
-	return &Store{db: db, dialect: dialect, log: log}, nil
+	ch := &changes{}
+	if err := ch.register(db); err != nil {
+		sqlDB.Close()
+		return nil, fmt.Errorf("store: change tracking: %w", err)
+	}
+	return &Store{db: db, dialect: dialect, log: log, changes: ch, pkgs: newPackageCatalog()}, nil
 }
 
 func checkWritableDir(dir string) error {
@@ -155,9 +165,23 @@ func (s *Store) conn(ctx context.Context) *gorm.DB {
 // InTx runs fn in one transaction; fn's store is bound to the transaction.
 // An error or panic in fn rolls everything back.
 func (s *Store) InTx(ctx context.Context, fn func(tx *Store) error) error {
-	return s.conn(ctx).Transaction(func(gtx *gorm.DB) error {
-		return fn(&Store{db: gtx, kr: s.kr, dialect: s.dialect, log: s.log})
+	var (
+		pool                 gorm.ConnPool
+		tc                   *txChanges
+		outermost, committed bool
+	)
+	defer func() { // also after a panic in fn, which GORM re-raises
+		if outermost {
+			s.changes.end(pool, tc, committed)
+		}
+	}()
+	err := s.conn(ctx).Transaction(func(gtx *gorm.DB) error {
+		pool = gtx.Statement.ConnPool
+		tc, outermost = s.changes.begin(pool)
+		return fn(&Store{db: gtx, kr: s.kr, dialect: s.dialect, log: s.log, changes: s.changes})
 	})
+	committed = err == nil
+	return err
 }
 
 // Ping checks the database connection (health).
