@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/lcmproject/lcm/internal/bus"
+	_ "github.com/lcmproject/lcm/internal/bus/natsembed"
 )
 
 // TestEpochAcrossReplicas: replicas joining an external NATS share one

@@ -7,11 +7,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"path/filepath"
-	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -29,7 +28,7 @@ type Options struct {
 	Listen string
 	TLS    *tls.Config
 	// Users for remote clients of a listening embedded server.
-	Users  []*server.User
+	Users  []User
 	Name   string
 	Logger *slog.Logger
 }
@@ -38,8 +37,31 @@ type Options struct {
 type Bus struct {
 	NC     *nats.Conn
 	JS     jetstream.JetStream
-	server *server.Server
+	server EmbeddedServer
 	log    *slog.Logger
+
+	reconnectMu sync.Mutex
+	onReconnect []func()
+}
+
+// EmbeddedServer is what a Bus needs of an in-process NATS server
+// (nats-server's *server.Server has these methods).
+type EmbeddedServer interface {
+	InProcessConn() (net.Conn, error)
+	ClientURL() string
+	Addr() net.Addr
+	Shutdown()
+	WaitForShutdown()
+}
+
+// embedded starts the in-process server. Package natsembed sets it: only
+// the programs that import it (lcm-api) link nats-server; lcm-worker and
+// lcm-agentgw, which always dial a URL, do not.
+var embedded atomic.Pointer[func(o Options, name string) (EmbeddedServer, error)]
+
+// RegisterEmbedded installs the function Open uses when no URL is given.
+func RegisterEmbedded(start func(o Options, name string) (EmbeddedServer, error)) {
+	embedded.Store(&start)
 }
 
 // Open starts the embedded server (when no URL is given), connects, and
@@ -56,7 +78,11 @@ func Open(ctx context.Context, o Options) (*Bus, error) {
 	}
 	var err error
 	if o.URL == "" {
-		if b.server, err = startEmbedded(o, name); err != nil {
+		start := embedded.Load()
+		if start == nil {
+			return nil, errors.New("bus: no NATS URL given and this program does not embed a NATS server")
+		}
+		if b.server, err = (*start)(o, name); err != nil {
 			return nil, err
 		}
 		b.NC, err = nats.Connect("", nats.InProcessServer(b.server), nats.Name(name),
@@ -79,51 +105,6 @@ func Open(ctx context.Context, o Options) (*Bus, error) {
 		return nil, err
 	}
 	return b, nil
-}
-
-func startEmbedded(o Options, name string) (*server.Server, error) {
-	opts := &server.Options{
-		ServerName: name,
-		JetStream:  true,
-		StoreDir:   filepath.Join(o.DataDir, "nats"),
-		NoSigs:     true,
-		NoLog:      true,
-		// Without a listen address the server takes no port at all: only the
-		// in-process connection reaches it.
-		DontListen: o.Listen == "",
-		// Bounded so a runaway stream cannot fill the disk.
-		JetStreamMaxStore:  8 << 30,
-		JetStreamMaxMemory: 256 << 20,
-	}
-	if o.Listen != "" {
-		host, port, err := net.SplitHostPort(o.Listen)
-		if err != nil {
-			return nil, fmt.Errorf("bus: nats.listen %q: %w", o.Listen, err)
-		}
-		opts.Host = host
-		if opts.Port, err = strconv.Atoi(port); err != nil {
-			return nil, fmt.Errorf("bus: nats.listen %q: bad port", o.Listen)
-		}
-		if o.TLS == nil {
-			return nil, errors.New("bus: a listening embedded NATS needs TLS")
-		}
-		opts.TLSConfig = o.TLS
-		opts.TLS = true
-		opts.Users = o.Users
-	}
-	ns, err := server.NewServer(opts)
-	if err != nil {
-		return nil, fmt.Errorf("bus: embedded NATS: %w", err)
-	}
-	go ns.Start()
-	if !ns.ReadyForConnections(10 * time.Second) {
-		ns.Shutdown()
-		if o.Listen != "" {
-			return nil, fmt.Errorf("bus: embedded NATS did not start; is %s (nats.listen) already in use?", o.Listen)
-		}
-		return nil, errors.New("bus: embedded NATS did not start")
-	}
-	return ns, nil
 }
 
 // ensure creates every stream and bucket, or updates them to this config.

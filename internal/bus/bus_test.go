@@ -3,47 +3,21 @@ package bus
 import (
 	"context"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lcmproject/lcm/internal/testutil"
 )
 
-func TestEmbeddedIdempotentAndDedup(t *testing.T) {
-	ctx := context.Background()
-	dir := t.TempDir()
-	for i := 0; i < 2; i++ { // second open on the same store: idempotent
-		b, err := Open(ctx, Options{DataDir: dir})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if b.ClientURL() != "" {
-			t.Fatal("embedded server without listen must take no port")
-		}
-		for _, name := range []string{BucketLocks, BucketLeader, BucketRateLimit, BucketLockout, BucketAuth, BucketAgents} {
-			if _, err := b.KV(ctx, name); err != nil {
-				t.Fatalf("bucket %s: %v", name, err)
-			}
-		}
-		if i == 0 {
-			for j := 0; j < 2; j++ {
-				if _, err := b.JS.Publish(ctx, JobSubject("default", "s1"), []byte("job"), jetstream.WithMsgID("job-1")); err != nil {
-					t.Fatal(err)
-				}
-			}
-		}
-		st, err := b.JS.Stream(ctx, StreamJobs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		info, _ := st.Info(ctx)
-		if info.State.Msgs != 1 {
-			t.Fatalf("dedup by job id failed: %d messages", info.State.Msgs)
-		}
-		b.Close()
+// TestOpenWithoutEmbeddedServer: this package's tests do not import
+// natsembed, like lcm-worker; opening without a URL says why it fails.
+func TestOpenWithoutEmbeddedServer(t *testing.T) {
+	_, err := Open(context.Background(), Options{DataDir: t.TempDir()})
+	if err == nil || !strings.Contains(err.Error(), "does not embed a NATS server") {
+		t.Fatalf("want a clear error, got %v", err)
 	}
 }
 

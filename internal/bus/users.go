@@ -1,11 +1,24 @@
 package bus
 
-import "github.com/nats-io/nats-server/v2/server"
+// User is an account of a listening embedded NATS server. Permissions nil
+// means every right.
+type User struct {
+	Name, Password string
+	Permissions    *Permissions
+}
+
+// Permissions restrict what a User may publish and subscribe to.
+type Permissions struct {
+	Publish, Subscribe []string
+	// ResponseMaxMsgs lets the user answer requests sent to it (replies
+	// to _INBOX subjects it was not granted), this many per request.
+	ResponseMaxMsgs int
+}
 
 // FullUser is a NATS user with every permission (the API's own user on a
 // listening embedded server).
-func FullUser(name, password string) *server.User {
-	return &server.User{Username: name, Password: password}
+func FullUser(name, password string) User {
+	return User{Name: name, Password: password}
 }
 
 // WorkerUser is a least-privilege NATS user for a remote lcm-worker: it may
@@ -14,7 +27,7 @@ func FullUser(name, password string) *server.User {
 // requests. It cannot read the job-event stream, other segments' jobs or
 // any other bucket. (Per-job publish rights would need per-job users; the
 // API ignores events from a worker that does not own the job.)
-func WorkerUser(name, password string, segments []string) *server.User {
+func WorkerUser(name, password string, segments []string) User {
 	pub := []string{
 		"lcm.job.*.out", "lcm.job.*.state", SubjectCredsRequest,
 		"$JS.API.INFO",
@@ -29,9 +42,7 @@ func WorkerUser(name, password string, segments []string) *server.User {
 			"$JS.API.CONSUMER.INFO."+StreamJobs+"."+d, "$JS.API.CONSUMER.MSG.NEXT."+StreamJobs+"."+d,
 			"$JS.ACK."+StreamJobs+"."+d+".>")
 	}
-	return &server.User{Username: name, Password: password, Permissions: &server.Permissions{
-		Publish:   &server.SubjectPermission{Allow: pub},
-		Subscribe: &server.SubjectPermission{Allow: []string{"_INBOX.>", "lcm.jobctl.*"}},
-		Response:  &server.ResponsePermission{MaxMsgs: 1},
+	return User{Name: name, Password: password, Permissions: &Permissions{
+		Publish: pub, Subscribe: []string{"_INBOX.>", "lcm.jobctl.*"}, ResponseMaxMsgs: 1,
 	}}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/lcmproject/lcm/internal/auth/mail"
 	"github.com/lcmproject/lcm/internal/auth/password"
 	"github.com/lcmproject/lcm/internal/bus"
+	_ "github.com/lcmproject/lcm/internal/bus/natsembed"
 	"github.com/lcmproject/lcm/internal/store"
 	"github.com/lcmproject/lcm/internal/testutil"
 )

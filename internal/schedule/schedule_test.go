@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lcmproject/lcm/internal/bus"
+	_ "github.com/lcmproject/lcm/internal/bus/natsembed"
 	"github.com/lcmproject/lcm/internal/schedule"
 	"github.com/lcmproject/lcm/internal/testutil"
 )

@@ -11,9 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
-
 	"github.com/lcmproject/lcm/internal/bus"
+	_ "github.com/lcmproject/lcm/internal/bus/natsembed" // Start without NATSURL embeds the server
 	"github.com/lcmproject/lcm/internal/domain"
 	"github.com/lcmproject/lcm/internal/fleet"
 	"github.com/lcmproject/lcm/internal/jobs"
@@ -90,7 +89,7 @@ func Start(t testing.TB, o Options) *Plane {
 	if o.Listen != "" {
 		bo.Listen, bo.User, bo.Password = o.Listen, "api", "api-pass"
 		bo.TLS, caPEM = tlsConfig(t, o.DataDir)
-		bo.Users = []*server.User{bus.FullUser("api", "api-pass")}
+		bo.Users = []bus.User{bus.FullUser("api", "api-pass")}
 		for _, w := range o.Workers {
 			bo.Users = append(bo.Users, bus.WorkerUser(w.User, w.Password, w.Segments))
 		}
