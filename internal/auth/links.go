@@ -27,6 +27,15 @@ const (
 	resetTTL      = time.Hour
 )
 
+// Reset mail throttle per account. Why: the reset endpoint is public, so
+// without it anyone who knows a user name can flood that user's mailbox
+// (and the relay's reputation). One mail a minute lets a user who mistyped
+// their filter retry soon; five an hour is more than anyone needs.
+const (
+	resetMinInterval = time.Minute
+	resetMaxPerHour  = 5
+)
+
 // LinkSent is the result of sending an activation link.
 type LinkSent struct{ ExpiresAt time.Time }
 
@@ -96,9 +105,26 @@ func (s *Service) RequestPasswordReset(ctx context.Context, login string) {
 		s.audit(ctx, nil, "user.reset_requested_unknown", "", nil)
 		return
 	}
+	if s.resetThrottled(ctx, u.ID) {
+		s.audit(ctx, nil, "user.reset_throttled", u.Username, map[string]any{"user_id": u.ID})
+		return
+	}
 	if _, err := s.sendLink(ctx, nil, u, kindReset); err != nil {
 		s.log.Warn("password reset link not sent", "user", u.Username, "err", err)
 	}
+}
+
+// resetThrottled reports whether a reset mail went to the user within
+// resetMinInterval, or resetMaxPerHour within the last hour. A failed
+// count fails closed (no mail).
+func (s *Service) resetThrottled(ctx context.Context, userID string) bool {
+	now := s.now()
+	recent, err := s.st.CountAuthTokensSince(ctx, kindReset, userID, now.Add(-resetMinInterval))
+	if err != nil || recent > 0 {
+		return true
+	}
+	hour, err := s.st.CountAuthTokensSince(ctx, kindReset, userID, now.Add(-time.Hour))
+	return err != nil || hour >= resetMaxPerHour
 }
 
 // ConsumeActivation sets the first password through an activation link.

@@ -690,6 +690,21 @@ func TestInvitationAndResetMails(t *testing.T) {
 	if h.sink.Count("nobody@example.test") != 0 {
 		t.Fatal("mail to an unknown address")
 	}
+	// A second request within a minute is answered alike but mails nothing.
+	if r := h.do(req{method: "POST", path: "/api/v1/auth/password-reset", body: map[string]string{"username_or_email": "ivy"}}); r.code != 202 {
+		t.Fatalf("throttled reset request: %d", r.code)
+	}
+	var audit struct {
+		Items []struct{ Action, Target string } `json:"items"`
+	}
+	h.do(req{method: "GET", path: "/api/v1/audit?action=user.reset_throttled", token: admin}).json(t, &audit)
+	if len(audit.Items) != 1 || audit.Items[0].Target != "ivy" {
+		t.Fatalf("throttle not audited: %+v", audit)
+	}
+	time.Sleep(300 * time.Millisecond) // a mail would be on its way by now
+	if n := h.sink.Count("ivy@example.test"); n != 2 {
+		t.Fatalf("%d mails to ivy, want 2 (the throttled request sent one)", n)
+	}
 }
 
 func TestSettingsValidationAndAllowlist(t *testing.T) {

@@ -41,6 +41,14 @@ func (s *Store) CreateAuthToken(ctx context.Context, kind, userID, hash string, 
 	})
 }
 
+// CountAuthTokensSince counts the tokens of kind created for a user at or
+// after since (used and invalidated ones included): the reset throttle.
+func (s *Store) CountAuthTokensSince(ctx context.Context, kind, userID string, since time.Time) (int64, error) {
+	var n int64
+	err := s.conn(ctx).Model(&authTokenRow{}).Where("kind = ? AND user_id = ? AND created_at >= ?", kind, userID, since.UTC()).Count(&n).Error
+	return n, mapErr(err, "auth tokens")
+}
+
 // ConsumeAuthToken marks the token used and returns its user id. Unknown,
 // used and expired tokens are all the same invalid_token error. The
 // conditional update makes consumption single-use across replicas.
