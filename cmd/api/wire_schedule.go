@@ -24,10 +24,7 @@ import (
 func (a *app) wireSchedule(ctx context.Context, fl *fleet.Service, js *jobs.Service) (*inventory.Service, *status.Service) {
 	statusSvc := status.New(a.store, a.log)
 	invSvc := inventory.New(a.store, inventory.Options{Log: a.log,
-		OnIngest: func(ctx context.Context, serverID string) error {
-			_, err := statusSvc.Recompute(ctx, serverID)
-			return err
-		}})
+		OnIngest: statusSvc.RecomputeMany})
 	registerInventoryHooks(js, invSvc, statusSvc)
 	host, _ := os.Hostname()
 	lease, err := a.bus.NewLease(ctx, bus.BucketLeader, "scheduler", fmt.Sprintf("%s/%d", host, os.Getpid()), schedule.DefaultLeaseTTL)
@@ -61,19 +58,11 @@ func (a *app) wireSchedule(ctx context.Context, fl *fleet.Service, js *jobs.Serv
 // storage sample), a storage sample is stored, and every finished job
 // updates the server's contact record and status. They run after fleet's
 // hooks (registered first), so the status sees the facts fleet recorded.
+// The ingest and the status hook are batch hooks: the jobs that one
+// ingest batch finished are stored together (issue 5's refresh budget).
 func registerInventoryHooks(js *jobs.Service, inv *inventory.Service, st *status.Service) {
-	ingest := func(ctx context.Context, job domain.Job) error {
-		if len(job.Data) == 0 {
-			return nil // failed before the refresh ran
-		}
-		d, err := actions.DecodeRefresh(job.Data)
-		if err != nil {
-			return err
-		}
-		return inv.Ingest(ctx, job.ServerID, d.Facts, d.Inventory)
-	}
 	for _, k := range []domain.JobKind{domain.JobRefresh, domain.JobPackageAction, domain.JobUpgradeSecurity} {
-		js.OnFinish(k, ingest)
+		js.OnFinishBatch(k, inv.IngestJobs)
 	}
 	js.OnFinish(domain.JobStorageSample, func(ctx context.Context, job domain.Job) error {
 		if len(job.Data) == 0 {
@@ -90,11 +79,26 @@ func registerInventoryHooks(js *jobs.Service, inv *inventory.Service, st *status
 		return inv.RecordStorage(ctx, job.ServerID, d.Facts.Filesystems, at)
 	})
 	for _, k := range domain.JobKinds {
-		js.OnFinish(k, func(ctx context.Context, job domain.Job) error {
-			if job.Kind == domain.JobDecommission && job.Status == domain.JobSuccess {
-				return nil // fleet's hook deleted the server
-			}
-			return st.JobFinished(ctx, job, job.Unreachable)
-		})
+		js.OnFinishBatch(k, func(ctx context.Context, jobs []domain.Job) []error { return jobsFinished(ctx, st, jobs) })
 	}
+}
+
+// jobsFinished records the contact outcome and recomputes the status of
+// the servers of finished jobs, except a successful decommission's (fleet's
+// hook deleted the server).
+func jobsFinished(ctx context.Context, st *status.Service, jobs []domain.Job) []error {
+	errs := make([]error, len(jobs))
+	var todo []domain.Job
+	var idx []int
+	for i, j := range jobs {
+		if j.Kind == domain.JobDecommission && j.Status == domain.JobSuccess {
+			continue
+		}
+		todo = append(todo, j)
+		idx = append(idx, i)
+	}
+	for k, err := range st.JobsFinished(ctx, todo) {
+		errs[idx[k]] = err
+	}
+	return errs
 }
