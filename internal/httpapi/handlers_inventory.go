@@ -157,3 +157,33 @@ func (s *Server) rebootServer(c *gin.Context) {
 	job, err := s.deps.Services.Fleet.Reboot(c.Request.Context(), principal(c), c.Param("id"))
 	s.respondJob(c, job, err)
 }
+
+type storageVolumesRequest struct {
+	Mounts []string `json:"mounts"`
+}
+
+func (s *Server) getStorageVolumes(c *gin.Context) {
+	v, err := s.deps.Services.Inventory.Volumes(c.Request.Context(), principal(c), c.Param("id"))
+	if err != nil {
+		s.respondError(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, v)
+}
+
+func (s *Server) setStorageVolumes(c *gin.Context) {
+	var req storageVolumesRequest
+	if !bindJSON(c, &req) {
+		return
+	}
+	if req.Mounts == nil {
+		s.respondError(c, domain.Invalid("invalid_mounts", "mounts is required (an empty list monitors / only)"))
+		return
+	}
+	v, err := s.deps.Services.Inventory.SetVolumes(c.Request.Context(), principal(c), c.Param("id"), req.Mounts)
+	if err != nil {
+		s.respondError(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, v)
+}

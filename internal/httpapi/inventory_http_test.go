@@ -2,8 +2,11 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/netip"
+	"strings"
 	"testing"
 
 	"github.com/lcmproject/lcm/internal/domain"
@@ -39,7 +42,9 @@ func inventoryHarness(t *testing.T) (h *harness, admin, mgr, mine, other string)
 		}
 		ids[i] = srv.ID
 		f := facts.Facts{Hostname: name, Kernel: "6.1.0-18-amd64", PackageManager: "apt",
-			Filesystems: []facts.Filesystem{{MountPoint: "/", SizeBytes: 100, UsedBytes: 40, AvailBytes: 60}}}
+			Filesystems: []facts.Filesystem{{MountPoint: "/", SizeBytes: 100, UsedBytes: 40, AvailBytes: 60},
+				{MountPoint: "/data", Device: "/dev/vdb1", Type: "ext4", SizeBytes: 200, UsedBytes: 50, AvailBytes: 150},
+				{MountPoint: "/mnt/share", Device: "nas:/share", Type: "nfs4", SizeBytes: 1000, UsedBytes: 10, AvailBytes: 990, Network: true}}}
 		pk := pkgmgr.Inventory{Manager: "apt", Packages: []pkgmgr.Package{{Name: "openssl", Version: "3.0." + name, Arch: "amd64"},
 			{Name: "bash", Version: "5.2", Arch: "amd64"}},
 			Upgradable: []pkgmgr.Upgradable{{Name: "openssl", Arch: "amd64", Current: "3.0." + name, Candidate: "3.0.99", Security: true}}}
@@ -76,6 +81,7 @@ func TestInventoryRoutes(t *testing.T) {
 		{"bad days", admin, "/api/v1/servers/" + mine + "/storage-history?days=x", 400},
 		{"too many days", admin, "/api/v1/servers/" + mine + "/storage-history?days=999", 400},
 		{"bad limit", admin, "/api/v1/packages/overview?limit=5000", 400},
+		{"manager other volumes", mgr, "/api/v1/servers/" + other + "/storage-volumes", 404},
 		{"anonymous", "", "/api/v1/packages/overview", 401},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -119,4 +125,64 @@ func TestInventoryRoutes(t *testing.T) {
 			t.Fatalf("manager overview %+v", scoped)
 		}
 	})
+}
+
+// TestStorageVolumesRoutes: opt-in monitoring of volumes besides "/":
+// listed from the last refresh, validated, scoped, and sampled from the
+// next ingest on.
+func TestStorageVolumesRoutes(t *testing.T) {
+	h, admin, mgr, mine, other := inventoryHarness(t)
+	path := "/api/v1/servers/" + mine + "/storage-volumes"
+	var v inventory.Volumes
+	h.do(req{method: "GET", path: path, token: mgr}).json(t, &v)
+	if len(v.Monitored) != 1 || v.Monitored[0] != "/" || len(v.Mounts) != 3 || !v.Mounts[0].Monitored || v.Mounts[1].Monitored || !v.Mounts[2].Network {
+		t.Fatalf("volumes before: %+v", v)
+	}
+	for _, c := range []struct{ name, token, path, body, code string }{
+		{"network filesystem", mgr, path, `{"mounts":["/mnt/share"]}`, "network_volume"},
+		{"relative path", mgr, path, `{"mounts":["data"]}`, "invalid_mount"},
+		{"unclean path", mgr, path, `{"mounts":["/data/"]}`, "invalid_mount"},
+		{"dot dot", mgr, path, `{"mounts":["/data/../etc"]}`, "invalid_mount"},
+		{"control character", mgr, path, `{"mounts":["/da\u0007ta"]}`, "invalid_mount"},
+		{"missing list", mgr, path, `{}`, "invalid_mounts"},
+		{"unknown field", mgr, path, `{"mounts":[],"x":1}`, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := h.do(req{method: "PUT", path: c.path, token: c.token, body: c.body})
+			if r.code != 400 || (c.code != "" && !strings.Contains(string(r.body), `"code":"`+c.code+`"`)) {
+				t.Fatalf("PUT %s: %d %s, want 400 %s", c.body, r.code, r.body, c.code)
+			}
+		})
+	}
+	many := make([]string, 40)
+	for i := range many {
+		many[i] = fmt.Sprintf("/vol%d", i)
+	}
+	body, _ := json.Marshal(map[string]any{"mounts": many})
+	if r := h.do(req{method: "PUT", path: path, token: admin, body: string(body)}); r.code != 400 || !strings.Contains(string(r.body), "too_many_volumes") {
+		t.Fatalf("40 mounts: %d %s", r.code, r.body)
+	}
+	if r := h.do(req{method: "PUT", path: "/api/v1/servers/" + other + "/storage-volumes", token: mgr, body: `{"mounts":["/data"]}`}); r.code != 404 {
+		t.Fatalf("manager sets another group's server: %d %s", r.code, r.body)
+	}
+	h.do(req{method: "PUT", path: path, token: mgr, body: `{"mounts":["/", "/data", "/data", "/srv"]}`}).json(t, &v)
+	if strings.Join(v.Monitored, ",") != "/,/data,/srv" || !v.Mounts[1].Monitored {
+		t.Fatalf("volumes after: %+v", v)
+	}
+	// The next refresh samples /data; the never-mounted /srv has no history.
+	inv := inventory.New(h.st, inventory.Options{Log: quietLog})
+	f := facts.Facts{Filesystems: []facts.Filesystem{{MountPoint: "/", SizeBytes: 100, UsedBytes: 41, AvailBytes: 59},
+		{MountPoint: "/data", SizeBytes: 200, UsedBytes: 60, AvailBytes: 140}}}
+	if err := inv.Ingest(context.Background(), mine, f, pkgmgr.Inventory{Manager: "apt"}); err != nil {
+		t.Fatal(err)
+	}
+	var sh inventory.StorageHistory
+	h.do(req{method: "GET", path: "/api/v1/servers/" + mine + "/storage-history?mount=/data", token: mgr}).json(t, &sh)
+	if sh.Mount != "/data" || len(sh.Samples) != 1 || sh.Samples[0].UsedBytes != 60 {
+		t.Fatalf("/data history: %+v", sh)
+	}
+	h.do(req{method: "PUT", path: path, token: mgr, body: `{"mounts":[]}`}).json(t, &v)
+	if len(v.Monitored) != 1 {
+		t.Fatalf("cleared: %+v", v)
+	}
 }

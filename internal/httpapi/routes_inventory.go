@@ -28,5 +28,7 @@ func (s *Server) routesInventory() {
 	s.handle(http.MethodGet, "/api/v1/servers/:id/packages", Need(domain.PermServersRead), s.listServerPackages)
 	s.handle(http.MethodGet, "/api/v1/servers/:id/outdated-packages", Need(domain.PermServersRead), s.listOutdatedPackages)
 	s.handle(http.MethodGet, "/api/v1/servers/:id/storage-history", Need(domain.PermServersRead), s.getStorageHistory)
+	s.handle(http.MethodGet, "/api/v1/servers/:id/storage-volumes", Need(domain.PermServersRead), s.getStorageVolumes)
+	s.handle(http.MethodPut, "/api/v1/servers/:id/storage-volumes", w, s.setStorageVolumes)
 	s.handle(http.MethodGet, "/api/v1/packages/overview", Need(domain.PermPackagesRead), s.getPackageOverview)
 }

@@ -37,7 +37,7 @@ const (
 // Service is the inventory service.
 type Service struct {
 	store     *store.Store
-	onIngest  func(ctx context.Context, serverID string) error
+	onIngest  func(ctx context.Context, serverIDs []string) error
 	log       *slog.Logger
 	now       func() time.Time
 	retention time.Duration
@@ -45,9 +45,10 @@ type Service struct {
 
 // Options configure the service.
 type Options struct {
-	// OnIngest runs after every ingest: the status recompute hook
-	// (wire status.Service.Recompute). May be nil (benchmarks).
-	OnIngest  func(ctx context.Context, serverID string) error
+	// OnIngest runs after every ingest with the servers whose inventory
+	// was stored: the status recompute hook (wire
+	// status.Service.RecomputeMany). May be nil (benchmarks).
+	OnIngest  func(ctx context.Context, serverIDs []string) error
 	Retention time.Duration // daily aggregates; 0 = DefaultRetention
 	Log       *slog.Logger
 	Now       func() time.Time
@@ -68,14 +69,74 @@ func New(st *store.Store, o Options) *Service {
 	return s
 }
 
+// Refresh is what one refresh of one server learned.
+type Refresh struct {
+	ServerID  string
+	Facts     facts.Facts
+	Inventory pkgmgr.Inventory
+}
+
 // Ingest stores the result of a refresh: facts, the package inventory
 // (replace-set), outdated packages, a storage sample of "/" and the opt-in
 // volumes; then the status is recomputed.
 func (s *Service) Ingest(ctx context.Context, serverID string, f facts.Facts, inv pkgmgr.Inventory) error {
+	return s.IngestMany(ctx, []Refresh{{ServerID: serverID, Facts: f, Inventory: inv}})[0]
+}
+
+// IngestMany is Ingest for many refresh results at once, in few
+// transactions (the jobs ingest hands over the refresh jobs that finished
+// together). It returns one error per result, in order: a server deleted
+// meanwhile fails alone with domain.ErrNotFound. The status of every
+// server stored is recomputed; if that fails, the error is reported for
+// each of them (the inventory is stored all the same).
+func (s *Service) IngestMany(ctx context.Context, rs []Refresh) []error {
+	errs := make([]error, len(rs))
 	at := s.now()
+	ids := make([]string, len(rs))
+	for i, r := range rs {
+		ids[i] = r.ServerID
+	}
+	vols, err := s.store.MonitoredVolumesOf(ctx, ids)
+	if err != nil {
+		for i := range errs {
+			errs[i] = err
+		}
+		return errs
+	}
+	ins := make([]store.InventoryIngest, 0, len(rs))
+	idx := make([]int, 0, len(rs)) // ins[k] is rs[idx[k]]
+	for i, r := range rs {
+		in, err := ingestOf(r, at, vols[r.ServerID])
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		ins = append(ins, in)
+		idx = append(idx, i)
+	}
+	var stored []string
+	for k, res := range s.store.IngestInventories(ctx, ins) {
+		if errs[idx[k]] = res.Err; res.Err == nil {
+			stored = append(stored, rs[idx[k]].ServerID)
+		}
+	}
+	if err := s.recompute(ctx, stored); err != nil {
+		for _, i := range idx {
+			if errs[i] == nil {
+				errs[i] = err
+			}
+		}
+	}
+	return errs
+}
+
+// ingestOf converts a refresh into what the store keeps; vols are the
+// server's opt-in mounts besides "/".
+func ingestOf(r Refresh, at time.Time, vols []string) (store.InventoryIngest, error) {
+	f, inv := r.Facts, r.Inventory
 	fj, err := json.Marshal(f)
 	if err != nil {
-		return fmt.Errorf("inventory: facts: %w", err)
+		return store.InventoryIngest{}, fmt.Errorf("inventory: facts: %w", err)
 	}
 	sec := 0
 	for _, u := range inv.Upgradable {
@@ -87,11 +148,11 @@ func (s *Service) Ingest(ctx context.Context, serverID string, f facts.Facts, in
 	if manager == "" {
 		manager = f.PackageManager
 	}
-	rec := store.FactsRecord{ServerID: serverID, FactsJSON: fj, PackageManager: manager, Packages: len(inv.Packages),
+	rec := store.FactsRecord{ServerID: r.ServerID, FactsJSON: fj, PackageManager: manager, Packages: len(inv.Packages),
 		Updates: len(inv.Upgradable), SecurityUpdates: sec, RebootRequired: f.Reboot.Required,
 		RootUsedPercent: RootUsedPercent(f), CollectedAt: at}
 	in := store.InventoryIngest{Facts: rec, Packages: make([]store.PackageRecord, len(inv.Packages)),
-		Outdated: make([]store.OutdatedRecord, len(inv.Upgradable))}
+		Outdated: make([]store.OutdatedRecord, len(inv.Upgradable)), Storage: storageSamples(f.Filesystems, vols, at)}
 	for i, p := range inv.Packages {
 		m := p.Manager
 		if m == "" {
@@ -102,20 +163,14 @@ func (s *Service) Ingest(ctx context.Context, serverID string, f facts.Facts, in
 	for i, u := range inv.Upgradable {
 		in.Outdated[i] = store.OutdatedRecord{Name: u.Name, Arch: u.Arch, Current: u.Current, Candidate: u.Candidate, Security: u.Security}
 	}
-	if _, err := s.store.IngestInventory(ctx, in); err != nil {
-		return err
-	}
-	if err := s.RecordStorage(ctx, serverID, f.Filesystems, at); err != nil {
-		return err
-	}
-	return s.recompute(ctx, serverID)
+	return in, nil
 }
 
-func (s *Service) recompute(ctx context.Context, serverID string) error {
-	if s.onIngest == nil {
+func (s *Service) recompute(ctx context.Context, serverIDs []string) error {
+	if s.onIngest == nil || len(serverIDs) == 0 {
 		return nil
 	}
-	return s.onIngest(ctx, serverID)
+	return s.onIngest(ctx, serverIDs)
 }
 
 // RootUsedPercent is the used share of "/" as df reports it (used over
@@ -132,12 +187,21 @@ func RootUsedPercent(f facts.Facts) float64 {
 }
 
 // RecordStorage stores a sample of "/" and of the server's opt-in volumes
-// (network filesystems are never sampled).
+// (network filesystems are never sampled) and updates the root-filesystem
+// share the traffic light reads. The status itself is recomputed by the
+// finished-job hook that runs after this one (cmd/api registerInventoryHooks).
 func (s *Service) RecordStorage(ctx context.Context, serverID string, fss []facts.Filesystem, at time.Time) error {
 	vols, err := s.store.MonitoredVolumes(ctx, serverID)
 	if err != nil {
 		return err
 	}
+	root := RootUsedPercent(facts.Facts{Filesystems: fss})
+	return s.store.RecordStorageSample(ctx, serverID, storageSamples(fss, vols, at), root)
+}
+
+// storageSamples picks the samples of "/" and of vols from fss: network
+// filesystems never, the first line per mount (overmounts).
+func storageSamples(fss []facts.Filesystem, vols []string, at time.Time) []store.StorageSample {
 	want := map[string]bool{"/": true}
 	for _, v := range vols {
 		want[v] = true
@@ -151,18 +215,13 @@ func (s *Service) RecordStorage(ctx context.Context, serverID string, fss []fact
 		samples = append(samples, store.StorageSample{Mount: fs.MountPoint, TakenAt: at,
 			UsedBytes: int64(fs.UsedBytes), TotalBytes: int64(fs.UsedBytes + fs.AvailBytes)})
 	}
-	return s.store.AddStorageSamples(ctx, serverID, samples)
+	return samples
 }
 
 // Aggregate folds raw samples into daily aggregates and applies retention
 // (the daily storage task).
 func (s *Service) Aggregate(ctx context.Context) (int, error) {
 	return s.store.AggregateStorage(ctx, s.now(), KeepRawSamples, s.retention)
-}
-
-// SetMonitoredVolumes opts mounts other than "/" into storage history.
-func (s *Service) SetMonitoredVolumes(ctx context.Context, p *domain.Principal, serverID string, mounts []string) error {
-	return s.store.SetMonitoredVolumes(ctx, store.ScopeOf(p), serverID, mounts)
 }
 
 // Hardware is the last refresh of a server.

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/lcmproject/lcm/internal/actions"
 	"github.com/lcmproject/lcm/internal/domain"
 	"github.com/lcmproject/lcm/internal/facts"
 	"github.com/lcmproject/lcm/internal/inventory"
@@ -97,10 +99,7 @@ func TestIngestAndReads(t *testing.T) {
 			ctx := context.Background()
 			st := openStore(t, db.URL)
 			stat := status.New(st, quiet)
-			inv := inventory.New(st, inventory.Options{Log: quiet, OnIngest: func(ctx context.Context, id string) error {
-				_, err := stat.Recompute(ctx, id)
-				return err
-			}})
+			inv := inventory.New(st, inventory.Options{Log: quiet, OnIngest: stat.RecomputeMany})
 			a, b := addServer(t, st, "alpha"), addServer(t, st, "beta")
 			mgr := managerOf(t, st, a)
 
@@ -240,6 +239,64 @@ func TestStorageHistoryAndForecast(t *testing.T) {
 	}
 }
 
+// The hourly storage sample carries the root filesystem's share into the
+// traffic light's inputs; the next recompute (the finished-job hook in
+// lcm-api) colours the server without waiting for the next refresh.
+func TestStorageSampleFeedsTrafficLight(t *testing.T) {
+	for _, db := range testutil.Databases(t) {
+		t.Run(db.Name, func(t *testing.T) {
+			ctx := context.Background()
+			st := openStore(t, db.URL)
+			stat := status.New(st, quiet)
+			inv := inventory.New(st, inventory.Options{Log: quiet, OnIngest: stat.RecomputeMany})
+			id, fresh := addServer(t, st, "disk"), addServer(t, st, "never-refreshed")
+			f := sampleFacts(40, 60)
+			f.Reboot = facts.Reboot{}
+			if err := inv.Ingest(ctx, id, f, pkgmgr.Inventory{Manager: "apt", Packages: pkgs(3, "1.0")}); err != nil {
+				t.Fatal(err)
+			}
+			if r, err := stat.Recompute(ctx, id); err != nil || r.Status != domain.ServerGreen {
+				t.Fatalf("after the refresh: %+v %v", r, err)
+			}
+			root := func(used, avail uint64) []facts.Filesystem {
+				return []facts.Filesystem{{Device: "/dev/vda1", Type: "ext4", MountPoint: "/", SizeBytes: used + avail, UsedBytes: used, AvailBytes: avail}}
+			}
+			at := time.Now().UTC()
+			for _, step := range []struct {
+				used, avail uint64
+				want        domain.ServerStatus
+				code        string
+			}{
+				{96, 4, domain.ServerRed, "root_fs_full"},
+				{87, 13, domain.ServerYellow, "root_fs_high"},
+				{30, 70, domain.ServerGreen, ""},
+			} {
+				at = at.Add(time.Hour)
+				if err := inv.RecordStorage(ctx, id, root(step.used, step.avail), at); err != nil {
+					t.Fatal(err)
+				}
+				r, err := stat.Recompute(ctx, id)
+				if err != nil || r.Status != step.want {
+					t.Fatalf("after a sample at %d %%: %+v %v", step.used, r, err)
+				}
+				if step.code != "" && (len(r.Insights) == 0 || r.Insights[0].Code != step.code) {
+					t.Fatalf("insight at %d %%: %+v", step.used, r.Insights)
+				}
+			}
+			if got, err := inv.StorageHistory(ctx, admin, id, "/", 30); err != nil || len(got.Samples) == 0 {
+				t.Fatalf("samples: %+v %v", got, err)
+			}
+			// A server never refreshed keeps its samples; its colour waits for a refresh.
+			if err := inv.RecordStorage(ctx, fresh, root(99, 1), at); err != nil {
+				t.Fatal(err)
+			}
+			if r, err := stat.Recompute(ctx, fresh); err != nil || r.Status != domain.ServerUnknown {
+				t.Fatalf("never refreshed: %+v %v", r, err)
+			}
+		})
+	}
+}
+
 func TestForecastOf(t *testing.T) {
 	day := func(i int, used int64) inventory.StorageDay {
 		return inventory.StorageDay{Day: time.Date(2025, 1, 1+i, 0, 0, 0, 0, time.UTC).Format("2006-01-02"), UsedBytes: used, TotalBytes: 1000}
@@ -270,8 +327,9 @@ func TestForecastOf(t *testing.T) {
 	}
 }
 
-// TestDeleteServerCascadesPackages: server_packages has no foreign key (see
-// migration inventory/004); the trigger on servers must remove the rows.
+// TestDeleteServerCascadesPackages: server_packages and inventory_servers
+// have no foreign key (see migrations inventory/004 and 005); the trigger
+// on servers must remove the rows.
 func TestDeleteServerCascadesPackages(t *testing.T) {
 	for _, db := range testutil.Databases(t) {
 		t.Run(db.Name, func(t *testing.T) {
@@ -294,18 +352,117 @@ func TestDeleteServerCascadesPackages(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var gone, kept int
-			if err := sq.QueryRow("SELECT COUNT(*) FROM server_packages WHERE server_id = '" + id + "'").Scan(&gone); err != nil {
-				t.Fatal(err)
+			var gone, kept, nums, rows int
+			count := func(q string, n *int) {
+				t.Helper()
+				if err := sq.QueryRow(q).Scan(n); err != nil {
+					t.Fatal(err)
+				}
 			}
-			if err := sq.QueryRow("SELECT COUNT(*) FROM server_packages WHERE server_id = '" + keep + "'").Scan(&kept); err != nil {
-				t.Fatal(err)
-			}
-			if gone != 0 || kept != 2 {
-				t.Fatalf("after delete: %d rows of the deleted server, %d of the kept one (want 0, 2: duplicates collapse)", gone, kept)
+			count("SELECT COUNT(*) FROM inventory_servers WHERE server_id = '"+id+"'", &gone)
+			count("SELECT COUNT(*) FROM server_packages sp JOIN inventory_servers i ON i.num = sp.server_num WHERE i.server_id = '"+keep+"'", &kept)
+			count("SELECT COUNT(*) FROM inventory_servers", &nums)
+			count("SELECT COUNT(*) FROM server_packages", &rows)
+			if gone != 0 || kept != 2 || nums != 1 || rows != 2 {
+				t.Fatalf("after delete: %d numbers of the deleted server, %d rows of the kept one (want 0, 2: duplicates collapse); %d numbers, %d rows in all (want 1, 2)",
+					gone, kept, nums, rows)
 			}
 			if err := inv.Ingest(ctx, id, sampleFacts(1, 1), pk); !errors.Is(err, domain.ErrNotFound) {
 				t.Fatalf("ingest for a deleted server: %v", err)
+			}
+		})
+	}
+}
+
+// TestIngestJobs: the batch hook stores each finished job's refresh data
+// as Ingest would, skips jobs without data, reports undecodable data and
+// deleted servers per job, and recomputes the stored servers' status once.
+func TestIngestJobs(t *testing.T) {
+	for _, db := range testutil.Databases(t) {
+		t.Run(db.Name, func(t *testing.T) {
+			ctx := context.Background()
+			st := openStore(t, db.URL)
+			var mu sync.Mutex // IngestJobs may store two groups at once
+			var recomputed [][]string
+			inv := inventory.New(st, inventory.Options{Log: quiet, OnIngest: func(_ context.Context, ids []string) error {
+				mu.Lock()
+				defer mu.Unlock()
+				recomputed = append(recomputed, ids)
+				return nil
+			}})
+			one, two, gone, empty, broken := addServer(t, st, "one"), addServer(t, st, "two"), addServer(t, st, "gone"), addServer(t, st, "empty"), addServer(t, st, "broken")
+			ref := addServer(t, st, "reference")
+			if err := st.DeleteServer(ctx, gone); err != nil {
+				t.Fatal(err)
+			}
+			up := []pkgmgr.Upgradable{{Name: "pkg0001", Current: "1.0", Candidate: "1.1", Arch: "amd64", Security: true}}
+			data := func(n int) []byte {
+				b, err := actions.EncodeRefresh(actions.RefreshData{Facts: sampleFacts(30, 70), Inventory: pkgmgr.Inventory{Manager: "apt", Packages: pkgs(n, "1.0"), Upgradable: up}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return b
+			}
+			jobs := []domain.Job{{ServerID: one, Data: data(40)}, {ServerID: gone, Data: data(3)}, {ServerID: empty},
+				{ServerID: broken, Data: []byte("not gzip")}, {ServerID: two, Data: data(60)}}
+			errs := inv.IngestJobs(ctx, jobs)
+			for i, want := range []error{nil, domain.ErrNotFound, nil, nil, nil} {
+				if i == 3 {
+					if errs[i] == nil {
+						t.Fatal("undecodable data: no error")
+					}
+					continue
+				}
+				if !errors.Is(errs[i], want) {
+					t.Fatalf("job %d: %v, want %v", i, errs[i], want)
+				}
+			}
+			if fmt.Sprint(recomputed) != fmt.Sprint([][]string{{one, two}}) {
+				t.Fatalf("recomputed %v, want [[%s %s]]", recomputed, one, two)
+			}
+			if err := inv.Ingest(ctx, ref, sampleFacts(30, 70), pkgmgr.Inventory{Manager: "apt", Packages: pkgs(60, "1.0"), Upgradable: up}); err != nil {
+				t.Fatal(err)
+			}
+			for _, id := range []string{two, ref} {
+				if p, err := inv.Packages(ctx, admin, id); err != nil || len(p) != 60 {
+					t.Fatalf("packages of %s: %d %v", id, len(p), err)
+				}
+			}
+			a, _ := inv.Hardware(ctx, admin, two)
+			b, _ := inv.Hardware(ctx, admin, ref)
+			if a.Facts.Hostname != b.Facts.Hostname || a.Packages != b.Packages || a.SecurityUpdates != b.SecurityUpdates || a.SecurityUpdates != 1 {
+				t.Fatalf("hardware from the batch %+v, from Ingest %+v", a, b)
+			}
+			h, err := inv.StorageHistory(ctx, admin, two, "/", 30)
+			if err != nil || len(h.Samples) != 1 {
+				t.Fatalf("storage sample: %+v %v", h, err)
+			}
+			if _, err := inv.Hardware(ctx, admin, empty); !errors.Is(err, domain.ErrNotFound) {
+				t.Fatalf("a job without data stored something: %v", err)
+			}
+
+			// More jobs than one decode group: groups are stored in turn
+			// (SQLite) or two at once (PostgreSQL), every one exactly once.
+			recomputed = nil
+			many := make([]domain.Job, 70)
+			for i := range many {
+				many[i] = domain.Job{ServerID: addServer(t, st, fmt.Sprintf("many-%02d", i)), Data: data(3 + i%5)}
+			}
+			for i, err := range inv.IngestJobs(ctx, many) {
+				if err != nil {
+					t.Fatalf("job %d of many: %v", i, err)
+				}
+			}
+			seen := map[string]int{}
+			for _, ids := range recomputed {
+				for _, id := range ids {
+					seen[id]++
+				}
+			}
+			for i, j := range many {
+				if p, err := inv.Packages(ctx, admin, j.ServerID); err != nil || len(p) != 3+i%5 || seen[j.ServerID] != 1 {
+					t.Fatalf("job %d of many: %d packages (%v), recomputed %d times", i, len(p), err, seen[j.ServerID])
+				}
 			}
 		})
 	}

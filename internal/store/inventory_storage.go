@@ -39,6 +39,24 @@ func (s *Store) AddStorageSamples(ctx context.Context, serverID string, samples 
 	return mapErr(s.conn(ctx).Omit("Server").CreateInBatches(rows, ingestBatch).Error, "storage samples")
 }
 
+// RecordStorageSample stores the samples of one periodic storage sample
+// and, when rootUsedPercent is known (>= 0), carries it into the server's
+// last facts, so the traffic light's root-filesystem input follows the
+// hourly sample, not only the (less frequent) refresh. A server never
+// refreshed has no facts yet: only the samples are stored.
+func (s *Store) RecordStorageSample(ctx context.Context, serverID string, samples []StorageSample, rootUsedPercent float64) error {
+	return s.InTx(ctx, func(tx *Store) error {
+		if err := tx.AddStorageSamples(ctx, serverID, samples); err != nil {
+			return err
+		}
+		if rootUsedPercent < 0 {
+			return nil
+		}
+		return mapErr(tx.conn(ctx).Model(&serverFactsRow{}).Where("server_id = ?", serverID).
+			Update("root_used_percent", rootUsedPercent).Error, "server facts")
+	})
+}
+
 // LastStorageSample returns when a server was last sampled (zero if never).
 func (s *Store) LastStorageSample(ctx context.Context, serverID string) (time.Time, error) {
 	var rows []storageSampleRow
@@ -57,6 +75,23 @@ func (s *Store) MonitoredVolumes(ctx context.Context, serverID string) ([]string
 	var mounts []string
 	err := s.conn(ctx).Model(&storageVolumeRow{}).Where("server_id = ?", serverID).Order("mount").Pluck("mount", &mounts).Error
 	return mounts, mapErr(err, "storage volumes")
+}
+
+// MonitoredVolumesOf lists, per server of ids, the mounts other than "/"
+// it samples (servers without any are absent).
+func (s *Store) MonitoredVolumesOf(ctx context.Context, ids []string) (map[string][]string, error) {
+	out := map[string][]string{}
+	for lo := 0; lo < len(ids); lo += ingestBatch {
+		var rows []storageVolumeRow
+		if err := s.conn(ctx).Omit("Server").Where("server_id IN ?", ids[lo:min(lo+ingestBatch, len(ids))]).
+			Order("server_id, mount").Find(&rows).Error; err != nil {
+			return nil, mapErr(err, "storage volumes")
+		}
+		for _, r := range rows {
+			out[r.ServerID] = append(out[r.ServerID], r.Mount)
+		}
+	}
+	return out, nil
 }
 
 // SetMonitoredVolumes replaces the opt-in mounts of a visible server.
