@@ -12,7 +12,13 @@ import { chromium } from 'playwright-core';
 
 export const webDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const repoRoot = path.resolve(webDir, '..');
-export const shotsDir = path.join(repoRoot, 'docs', 'screenshots');
+// LCM_UPDATE_DOCS=1 writes screenshots and measured figures into docs/;
+// otherwise a test run leaves the checkout as it was (screenshots go to a
+// temporary directory, figures to the test output).
+export const updateDocs = process.env.LCM_UPDATE_DOCS === '1';
+export const shotsDir = updateDocs
+  ? path.join(repoRoot, 'docs', 'screenshots')
+  : path.join(os.tmpdir(), 'lcm-ui-screenshots');
 export const CHROMIUM = process.env.LCM_CHROMIUM ?? '/usr/bin/chromium';
 
 let builtBin = '';

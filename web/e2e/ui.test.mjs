@@ -1,14 +1,14 @@
 // Browser tests of the UI with the real lcm-api serving the embedded app and
 // playwright routes standing in for data the backend cannot produce on
 // demand (10,000 servers, 50 MiB of job output). Also: the budgets
-// (written to docs/benchmarks.md) and the screenshots (docs/screenshots/).
+// (written to docs/benchmarks.md with LCM_UPDATE_DOCS=1) and the screenshots (docs/screenshots/, idem).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import zlib from 'node:zlib';
-import { startApi, launch, shot, webDir, repoRoot } from './helpers.mjs';
+import { startApi, launch, shot, webDir, repoRoot, updateDocs } from './helpers.mjs';
 import { mockApi, fleetFixtures, makeServers, aptOutput, sseBody, adminUser } from './mocks.mjs';
 
 let api;
@@ -285,6 +285,10 @@ function writeBenchmarks() {
     '<!-- web-ui:end -->',
   ].filter((l) => l !== '');
   const section = lines.join('\n').replace('## Web UI\n', '## Web UI\n\n').replace('\n| Budget', '\n\n| Budget').replace('\n<!-- web-ui:end', '\n\n<!-- web-ui:end') + '\n';
+  if (!updateDocs) {
+    console.log(`${section}\n(LCM_UPDATE_DOCS=1 writes this into docs/benchmarks.md)`);
+    return;
+  }
   let doc = fs.existsSync(f) ? fs.readFileSync(f, 'utf8') : '# Benchmarks\n';
   const re = /<!-- web-ui:start -->[\s\S]*?<!-- web-ui:end -->\n?/;
   doc = re.test(doc) ? doc.replace(re, section) : `${doc.replace(/\n*$/, '\n\n')}${section}`;
