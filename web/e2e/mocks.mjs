@@ -109,15 +109,25 @@ export async function mockApi(page, handlers) {
   });
 }
 
-export function storageHistory() {
-  const total = 64 * 2 ** 30;
+/** 60 days of a filling volume; base and slope shift the curve per mount. */
+export function storageHistory(mount = '/', { total = 64 * 2 ** 30, base = 0.52, slope = 0.0042, daysUntilFull = 41 } = {}) {
   const samples = [];
   const start = Date.now() - 59 * 86400e3;
   for (let d = 0; d < 60; d++) {
-    const used = total * (0.52 + d * 0.0042 + Math.sin(d / 3) * 0.006);
+    const used = total * (base + d * slope + Math.sin(d / 3) * 0.006);
     samples.push({ day: new Date(start + d * 86400e3).toISOString().slice(0, 10), used_bytes: Math.round(used), total_bytes: total, used_percent: (used / total) * 100 });
   }
-  return { samples, forecast: { days_until_full: 41, slope_bytes_per_day: total * 0.0042 } };
+  return { mount, samples, forecast: { days_until_full: daysUntilFull, slope_bytes_per_day: total * slope } };
+}
+
+const GiB = 2 ** 30;
+/** A storage-volumes answer: monitored mounts and the filesystems of the last refresh. */
+export function storageVolumes(monitored = ['/'], mounts = [
+  { mount: '/', device: '/dev/vda1', type: 'ext4', size_bytes: 64 * GiB, used_bytes: 46 * GiB, avail_bytes: 15 * GiB, network: false },
+  { mount: '/boot', device: '/dev/vda2', type: 'ext4', size_bytes: 0.5 * GiB, used_bytes: 0.12 * GiB, avail_bytes: 0.35 * GiB, network: false },
+  { mount: '/srv/shared', device: 'nas-01:/export/shared', type: 'nfs4', size_bytes: 2048 * GiB, used_bytes: 1310 * GiB, avail_bytes: 738 * GiB, network: true },
+]) {
+  return { monitored, mounts: mounts.map((m) => ({ ...m, monitored: !m.network && monitored.includes(m.mount) })) };
 }
 
 /** The common fixtures for a signed-in admin. */
@@ -136,7 +146,8 @@ export function fleetFixtures(servers) {
     },
     'GET /api/v1/jobs/filter-options': { statuses: ['pending', 'running', 'success', 'failed', 'aborted', 'blocked'], job_names: ['join', 'upgrade_security', 'upgrade_all', 'refresh_packages', 'reboot'] },
     'GET ~/api/v1/servers/s-[0-9]+': (req, url) => servers.find((s) => s.id === url.pathname.split('/').pop()) ?? { status: 404, json: { error: 'no such server', code: 'not_found' } },
-    'GET ~/api/v1/servers/s-[0-9]+/storage-history': storageHistory(),
+    'GET ~/api/v1/servers/s-[0-9]+/storage-history': (req, url) => storageHistory(url.searchParams.get('mount') || '/'),
+    'GET ~/api/v1/servers/s-[0-9]+/storage-volumes': storageVolumes(),
     'GET ~/api/v1/servers/s-[0-9]+/outdated-packages': [
       { name: 'libssl3', installed_version: '3.0.11-1~deb12u2', candidate_version: '3.0.15-1~deb12u1', security: true },
       { name: 'openssl', installed_version: '3.0.11-1~deb12u2', candidate_version: '3.0.15-1~deb12u1', security: true },

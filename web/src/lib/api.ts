@@ -5,7 +5,7 @@
 import { describe } from './errors';
 import type {
   Announcement, ApiKey, ApiKeyScope, AuditEntry, Group, Job, JobStarted, LoginResult, Page, ProbeResult,
-  Role, SecuritySettings, Server, SshOutput, StorageHistory, SystemInfo, TwoFactorSetup, User,
+  Role, SecuritySettings, Server, SshOutput, StorageHistory, StorageVolumes, SystemInfo, TwoFactorSetup, User,
 } from './types';
 
 export class ApiError extends Error {
@@ -160,7 +160,11 @@ export const api = {
   decommission: (id: string) => post<void>(`${V}/servers/${enc(id)}/decommission`),
   activeJob: (id: string) => get<Job>(`${V}/servers/${enc(id)}/active-job`),
   serverPart: (id: string, part: 'hardware' | 'packages' | 'outdated-packages') => get<unknown>(`${V}/servers/${enc(id)}/${part}`),
-  storageHistory: (id: string) => get<StorageHistory>(`${V}/servers/${enc(id)}/storage-history`),
+  storageHistory: (id: string, mount = '/', signal?: AbortSignal) =>
+    get<StorageHistory>(`${V}/servers/${enc(id)}/storage-history${qs({ mount })}`, { signal }),
+  storageVolumes: (id: string) => get<StorageVolumes>(`${V}/servers/${enc(id)}/storage-volumes`),
+  /** Replaces the opt-in mounts whose history is kept ("/" always is). */
+  setStorageVolumes: (id: string, mounts: string[]) => put<StorageVolumes>(`${V}/servers/${enc(id)}/storage-volumes`, { mounts }),
 
   // Groups
   groups: () => get<Group[]>(`${V}/server-groups`),

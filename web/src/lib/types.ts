@@ -160,8 +160,31 @@ export interface Group {
 }
 
 export interface StorageHistory {
+  /** The mount the samples belong to ("/" unless asked otherwise). */
+  mount?: string;
   samples: { day: string; used_bytes: number; total_bytes: number; used_percent: number }[];
   forecast: { days_until_full: number | null; slope_bytes_per_day: number } | null;
+}
+
+/** One filesystem of the last refresh (GET /servers/:id/storage-volumes). */
+export interface StorageVolume {
+  mount: string;
+  device: string;
+  type: string;
+  size_bytes: number;
+  used_bytes: number;
+  avail_bytes: number;
+  /** Network filesystems are shown but never sampled. */
+  network: boolean;
+  /** Its storage history is kept ("/" always is). */
+  monitored: boolean;
+}
+
+export interface StorageVolumes {
+  /** Sampled mounts, "/" first, also opt-in ones not mounted at the last refresh. */
+  monitored: string[];
+  /** Filesystems of the last refresh ([] before the first). */
+  mounts: StorageVolume[];
 }
 
 export interface SystemInfo {
