@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -202,4 +203,48 @@ func TestRefreshDataRoundTrip(t *testing.T) {
 	if err != nil || got.Facts.Hostname != "h" || got.Inventory.Packages[0].Name != "a" {
 		t.Fatalf("%+v %v", got, err)
 	}
+}
+
+// refreshFixture is a refresh of a typical Debian server: 1,500 packages,
+// 30 upgradable.
+func refreshFixture() RefreshData {
+	d := RefreshData{Inventory: pkgmgr.Inventory{Manager: "apt"}}
+	d.Facts.Hostname = "web-01"
+	for i := range 1500 {
+		d.Inventory.Packages = append(d.Inventory.Packages, pkgmgr.Package{Name: fmt.Sprintf("lib%04d-common", i),
+			Version: fmt.Sprintf("2.%d.%d-1+deb12u%d", i%40, i%7, i%3), Arch: "amd64", Source: fmt.Sprintf("src%04d", i/3), Manager: "apt"})
+	}
+	for i := range 30 {
+		p := d.Inventory.Packages[i*50]
+		d.Inventory.Upgradable = append(d.Inventory.Upgradable, pkgmgr.Upgradable{Name: p.Name, Arch: p.Arch, Current: p.Version, Candidate: p.Version + "+b1", Security: i%4 == 0})
+	}
+	return d
+}
+
+// BenchmarkRefreshCodec measures the worker's encoding and the control
+// plane's decoding of one refresh (both run once per refresh job; the
+// refresh of 1,000 servers budget pays them 1,000 times).
+func BenchmarkRefreshCodec(b *testing.B) {
+	d := refreshFixture()
+	enc, err := EncodeRefresh(d)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("encode", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := EncodeRefresh(d); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(len(enc)), "gzip-bytes")
+	})
+	b.Run("decode", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := DecodeRefresh(enc); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
