@@ -20,6 +20,7 @@ import (
 	_ "github.com/lcmproject/lcm/internal/bus/natsembed"
 	"github.com/lcmproject/lcm/internal/store"
 	"github.com/lcmproject/lcm/internal/testutil"
+	"github.com/lcmproject/lcm/internal/testutil/storetest"
 )
 
 // cheapParams keep in-process tests fast; the real binary's tests and the
@@ -58,19 +59,7 @@ func newHarness(t testing.TB, o harnessOpts) *harness {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
-	st, err := store.Open(ctx, store.Options{URL: o.dbURL, DataDir: dir, Logger: quietLog})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	if err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	kr, _, err := st.ResolveMasterKey(ctx, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st.SetKeyring(kr)
+	st := storetest.OpenIn(t, o.dbURL, dir)
 	hasher, err := password.NewHasher(cheapParams, 0)
 	if o.prodHasher {
 		hasher, err = auth.NewPasswordHasher()

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -23,6 +22,7 @@ import (
 	"github.com/lcmproject/lcm/internal/speechsvc"
 	"github.com/lcmproject/lcm/internal/store"
 	"github.com/lcmproject/lcm/internal/testutil"
+	"github.com/lcmproject/lcm/internal/testutil/storetest"
 )
 
 // areaEnv serves the portal and speech routes in-process over a real
@@ -40,15 +40,7 @@ type areaEnv struct {
 
 func newAreaEnv(t *testing.T, db testutil.DB, now func() time.Time, opts ...speech.Option) *areaEnv {
 	t.Helper()
-	ctx := context.Background()
-	dir := t.TempDir()
-	st, err := store.Open(ctx, store.Options{URL: db.URL, DataDir: dir, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	require.NoError(t, err)
-	t.Cleanup(func() { st.Close() })
-	require.NoError(t, st.Migrate(ctx))
-	kr, _, err := st.ResolveMasterKey(ctx, dir)
-	require.NoError(t, err)
-	st.SetKeyring(kr)
+	st := storetest.Open(t, db.URL)
 
 	e := &areaEnv{t: t, st: st, portal: portal.New(st), speech: speechsvc.New(st, "en-US", opts...)}
 	if now != nil {

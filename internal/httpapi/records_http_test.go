@@ -28,6 +28,7 @@ import (
 	"github.com/lcmproject/lcm/internal/recordsvc"
 	"github.com/lcmproject/lcm/internal/store"
 	"github.com/lcmproject/lcm/internal/testutil"
+	"github.com/lcmproject/lcm/internal/testutil/storetest"
 )
 
 // recEnv is the records routes served in-process over a real store, with a
@@ -45,14 +46,7 @@ type recEnv struct {
 func newRecEnv(t *testing.T, db testutil.DB) *recEnv {
 	t.Helper()
 	ctx := context.Background()
-	dir := t.TempDir()
-	st, err := store.Open(ctx, store.Options{URL: db.URL, DataDir: dir})
-	require.NoError(t, err)
-	t.Cleanup(func() { st.Close() })
-	require.NoError(t, st.Migrate(ctx))
-	kr, _, err := st.ResolveMasterKey(ctx, dir)
-	require.NoError(t, err)
-	st.SetKeyring(kr)
+	st := storetest.Open(t, db.URL)
 
 	e := &recEnv{t: t, st: st, users: map[string]*domain.Principal{}}
 	for _, u := range []string{"owner", "editor", "viewer", "stranger"} {

@@ -18,29 +18,12 @@ import (
 	"github.com/lcmproject/lcm/internal/status"
 	"github.com/lcmproject/lcm/internal/store"
 	"github.com/lcmproject/lcm/internal/testutil"
+	"github.com/lcmproject/lcm/internal/testutil/storetest"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-func openStore(t testing.TB, url string) *store.Store {
-	t.Helper()
-	ctx := context.Background()
-	dir := t.TempDir()
-	st, err := store.Open(ctx, store.Options{URL: url, DataDir: dir, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	if err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	kr, _, err := st.ResolveMasterKey(ctx, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st.SetKeyring(kr)
-	return st
-}
+func openStore(t testing.TB, url string) *store.Store { return storetest.Open(t, url) }
 
 func addServer(t testing.TB, st *store.Store, name string, groups ...string) string {
 	t.Helper()

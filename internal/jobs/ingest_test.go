@@ -18,6 +18,7 @@ import (
 	"github.com/lcmproject/lcm/internal/domain"
 	"github.com/lcmproject/lcm/internal/store"
 	"github.com/lcmproject/lcm/internal/testutil"
+	"github.com/lcmproject/lcm/internal/testutil/storetest"
 )
 
 // fakeMsg is a fetched event.
@@ -80,20 +81,7 @@ func TestIngestRunsBatchHooks(t *testing.T) {
 	for _, db := range testutil.Databases(t) {
 		t.Run(db.Name, func(t *testing.T) {
 			ctx := context.Background()
-			dir := t.TempDir()
-			st, err := store.Open(ctx, store.Options{URL: db.URL, DataDir: dir})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { st.Close() })
-			if err := st.Migrate(ctx); err != nil {
-				t.Fatal(err)
-			}
-			kr, _, err := st.ResolveMasterKey(ctx, dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			st.SetKeyring(kr)
+			st := storetest.Open(t, db.URL)
 			s := New(st, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
 			refreshes := runningJobs(t, st, domain.JobRefresh, 3)
 			checks := runningJobs(t, st, domain.JobConnectivity, 1)

@@ -13,27 +13,8 @@ import (
 	"github.com/lcmproject/lcm/internal/status"
 	"github.com/lcmproject/lcm/internal/store"
 	"github.com/lcmproject/lcm/internal/testutil"
+	"github.com/lcmproject/lcm/internal/testutil/storetest"
 )
-
-func openStore(t *testing.T, url string) *store.Store {
-	t.Helper()
-	ctx := context.Background()
-	dir := t.TempDir()
-	st, err := store.Open(ctx, store.Options{URL: url, DataDir: dir, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	if err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	kr, _, err := st.ResolveMasterKey(ctx, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st.SetKeyring(kr)
-	return st
-}
 
 // TestJobsFinishedMatchesJobFinished: the batch hook stores what the
 // single hook stores job by job, and a server deleted meanwhile fails
@@ -42,7 +23,7 @@ func TestJobsFinishedMatchesJobFinished(t *testing.T) {
 	for _, db := range testutil.Databases(t) {
 		t.Run(db.Name, func(t *testing.T) {
 			ctx := context.Background()
-			st := openStore(t, db.URL)
+			st := storetest.Open(t, db.URL)
 			now := time.Date(2026, 11, 22, 8, 0, 0, 0, time.UTC)
 			svc := status.New(st, slog.New(slog.NewTextHandler(io.Discard, nil)))
 			svc.SetClock(func() time.Time { return now })
