@@ -99,21 +99,27 @@ func (b *Bus) Request(ctx context.Context, subject string, data []byte, timeout 
 // Serve answers requests on subject until stop is called; with a queue
 // group one member of the group answers each request.
 func (b *Bus) Serve(subject, queue string, fn func(data []byte) []byte) (stop func(), err error) {
-	handler := func(m *nats.Msg) {
-		if reply := fn(m.Data); reply != nil && m.Reply != "" {
-			_ = m.Respond(reply)
-		}
-	}
-	var sub *nats.Subscription
-	if queue == "" {
-		sub, err = b.NC.Subscribe(subject, handler)
-	} else {
-		sub, err = b.NC.QueueSubscribe(subject, queue, handler)
-	}
+	sub, err := b.subscribe(subject, queue, func(m *nats.Msg) { respond(m, fn) })
 	if err != nil {
 		return nil, err
 	}
 	return func() { _ = sub.Unsubscribe() }, nil
+}
+
+// subscribe subscribes handler to subject, in queue group queue if set.
+func (b *Bus) subscribe(subject, queue string, handler nats.MsgHandler) (*nats.Subscription, error) {
+	if queue == "" {
+		return b.NC.Subscribe(subject, handler)
+	}
+	return b.NC.QueueSubscribe(subject, queue, handler)
+}
+
+// respond answers m with fn's reply (none when fn returns nil or m wants
+// no reply).
+func respond(m *nats.Msg, fn func(data []byte) []byte) {
+	if reply := fn(m.Data); reply != nil && m.Reply != "" {
+		_ = m.Respond(reply)
+	}
 }
 
 // ServeConcurrently is Serve for handlers that mostly wait (on a
@@ -139,17 +145,10 @@ func (b *Bus) ServeConcurrently(subject, queue string, n int, fn func(data []byt
 		mu.Unlock()
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			if reply := fn(m.Data); reply != nil && m.Reply != "" {
-				_ = m.Respond(reply)
-			}
+			respond(m, fn)
 		}()
 	}
-	var sub *nats.Subscription
-	if queue == "" {
-		sub, err = b.NC.Subscribe(subject, handler)
-	} else {
-		sub, err = b.NC.QueueSubscribe(subject, queue, handler)
-	}
+	sub, err := b.subscribe(subject, queue, handler)
 	if err != nil {
 		return nil, err
 	}
