@@ -14,14 +14,15 @@ import (
 	"github.com/lcmproject/lcm/internal/inventory"
 	"github.com/lcmproject/lcm/internal/pkgmgr"
 	"github.com/lcmproject/lcm/internal/store"
+	"github.com/lcmproject/lcm/internal/testutil"
 )
 
 // inventoryHarness is the identity harness with the inventory service
 // wired, two servers in two groups and a manager of the first group.
-func inventoryHarness(t *testing.T) (h *harness, admin, mgr, mine, other string) {
+func inventoryHarness(t *testing.T, dbURL ...string) (h *harness, admin, mgr, mine, other string) {
 	t.Helper()
 	ctx := context.Background()
-	h = newHarness(t, harnessOpts{no2FA: true})
+	h = newHarness(t, harnessOpts{no2FA: true, dbURL: strings.Join(dbURL, "")})
 	inv := inventory.New(h.st, inventory.Options{Log: quietLog})
 	h.srv = New(Deps{Store: h.st, Bus: h.bus, Dev: true, Log: quietLog,
 		ClientAddr: func(r *http.Request) netip.Addr {
@@ -63,6 +64,40 @@ func inventoryHarness(t *testing.T) (h *harness, admin, mgr, mine, other string)
 		t.Fatal(err)
 	}
 	return h, admin, mgr, ids[0], ids[1]
+}
+
+// TestBadTextIsAClientError: a NUL byte or invalid UTF-8 in an id or a
+// query is refused with a 4xx on both databases (PostgreSQL rejects such
+// text with a data exception, which must not surface as a 500).
+func TestBadTextIsAClientError(t *testing.T) {
+	for _, db := range testutil.Databases(t) {
+		t.Run(db.Name, func(t *testing.T) {
+			h, admin, _, mine, _ := inventoryHarness(t, db.URL)
+			for _, path := range []string{
+				"/api/v1/servers/%00/packages",
+				"/api/v1/servers/%00/hardware",
+				"/api/v1/servers/a%00b/storage-history",
+				"/api/v1/servers/%ff%fe/outdated-packages",
+				"/api/v1/servers/" + mine + "/storage-history?mount=/%00",
+				"/api/v1/servers/" + mine + "/storage-history?mount=/%ff",
+				"/api/v1/packages/overview?name=a%00b",
+				"/api/v1/packages/overview?name=%ff",
+				"/api/v1/packages/overview?prefix=%00",
+			} {
+				r := h.do(req{method: "GET", path: path, token: admin})
+				if r.code != 400 && r.code != 404 && r.code != 200 {
+					t.Errorf("GET %s: %d %s, want a 4xx (or an empty 200)", path, r.code, r.body)
+				}
+				if r.code >= 400 && !strings.Contains(string(r.body), `"error"`) {
+					t.Errorf("GET %s: %d without an error body: %s", path, r.code, r.body)
+				}
+			}
+			r := h.do(req{method: "PUT", path: "/api/v1/servers/%00/storage-volumes", token: admin, body: map[string]any{"mounts": []string{"/data"}}})
+			if r.code != 400 && r.code != 404 {
+				t.Errorf("PUT volumes of a NUL id: %d %s", r.code, r.body)
+			}
+		})
+	}
 }
 
 func TestInventoryRoutes(t *testing.T) {

@@ -4,8 +4,11 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"runtime/debug"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 
@@ -113,6 +116,23 @@ func redactQuery(q map[string][]string) string {
 		}
 	}
 	return string(out)
+}
+
+// plainText refuses a request whose path or query holds a NUL byte or
+// invalid UTF-8 (a percent-encoded %00 or %ff): no identifier or filter
+// contains them, and PostgreSQL would reject such text deep in a query.
+// JSON bodies are checked where they are stored (store.mapErr).
+func plainText() gin.HandlerFunc {
+	bad := func(s string) bool { return strings.IndexByte(s, 0) >= 0 || !utf8.ValidString(s) }
+	return func(c *gin.Context) {
+		q, err := url.QueryUnescape(c.Request.URL.RawQuery)
+		if bad(c.Request.URL.Path) || (err == nil && bad(q)) {
+			writeError(c, http.StatusBadRequest, "invalid_text", "the path or query contains a NUL byte or invalid UTF-8")
+			c.Abort()
+			return
+		}
+		c.Next()
+	}
 }
 
 // securityHeaders sets the spec's headers on every response.

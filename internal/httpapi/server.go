@@ -51,7 +51,7 @@ type Server struct {
 
 // New builds the router with the middleware chain in the documented order:
 // recover → client address + allowlist → access log → security headers →
-// API-key rate limit → authenticate → (per route) 2FA gate → permission.
+// plain text (no NUL or invalid UTF-8 in path and query) → API-key rate limit → authenticate → (per route) 2FA gate → permission.
 func New(d Deps) *Server {
 	gin.SetMode(gin.ReleaseMode)
 	if d.Log == nil {
@@ -64,7 +64,7 @@ func New(d Deps) *Server {
 	e := s.engine
 	e.HandleMethodNotAllowed = true
 	e.RemoveExtraSlash = false
-	e.Use(s.recoverPanics(), s.clientAddress(), s.accessLog(), securityHeaders(), s.rateLimitAPIKeys(), s.authenticate())
+	e.Use(s.recoverPanics(), s.clientAddress(), s.accessLog(), securityHeaders(), plainText(), s.rateLimitAPIKeys(), s.authenticate())
 	s.registerRoutes()
 	e.NoRoute(s.noRoute)
 	e.NoMethod(func(c *gin.Context) {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/glebarez/sqlite"
+	"github.com/jackc/pgx/v5/pgconn"
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
@@ -220,7 +221,19 @@ func mapErr(err error, what string) error {
 		return domain.Conflict("duplicate", what+" already exists")
 	case errors.Is(err, gorm.ErrForeignKeyViolated):
 		return domain.Conflict("in_use", what+" is referenced by other data")
+	case isDataException(err):
+		return domain.Invalid("invalid_value", what+": a value in the request cannot be stored or compared (for example a NUL byte in a text)")
 	default:
 		return fmt.Errorf("store: %s: %w", what, err)
 	}
+}
+
+// isDataException reports PostgreSQL's class 22 errors ("data exception":
+// a NUL byte or invalid UTF-8 in a text parameter, a number out of range).
+// Values reach the database only from requests, so they are the client's
+// error, not the server's; SQLite stores or compares the same values
+// without complaint.
+func isDataException(err error) bool {
+	var pg *pgconn.PgError
+	return errors.As(err, &pg) && strings.HasPrefix(pg.Code, "22")
 }

@@ -12,6 +12,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/lcmproject/lcm/internal/domain"
 	"github.com/lcmproject/lcm/internal/secret"
 	"github.com/lcmproject/lcm/internal/testutil"
 )
@@ -236,6 +237,29 @@ func TestRotateMasterKey(t *testing.T) {
 			c, err := s.GetCertificate(ctx, "c1234")
 			if err != nil || c.KeyPEM != "key-1234" {
 				t.Fatalf("read after rotation: %+v %v", c, err)
+			}
+		})
+	}
+}
+
+// TestBadTextIsInvalidInput: PostgreSQL refuses a NUL byte or invalid
+// UTF-8 in a text parameter with a data exception; the store reports it
+// as invalid input (a 400), never as an internal error. SQLite compares
+// such text and finds nothing.
+func TestBadTextIsInvalidInput(t *testing.T) {
+	for _, db := range testutil.Databases(t) {
+		t.Run(db.Name, func(t *testing.T) {
+			st, _ := openTest(t, db)
+			ctx := context.Background()
+			for _, id := range []string{"a\x00b", "\xff\xfe"} {
+				_, err := st.GetServer(ctx, SystemScope, id)
+				want := domain.ErrNotFound
+				if db.Name == "postgres" {
+					want = domain.ErrInvalid
+				}
+				if !errors.Is(err, want) {
+					t.Fatalf("GetServer(%q): %v, want %v", id, err, want)
+				}
 			}
 		})
 	}
