@@ -201,18 +201,15 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 		}
 		return err
 	}
-	fleetSvc, jobsSvc, err := a.wireJobs(ctx)
-	if err != nil {
-		uiLn.Close()
-		if agentLn != nil {
-			agentLn.Close()
-		}
-		return err
-	}
+	fleetSvc, jobsSvc := a.wireJobs()
 	a.wireSelfReg(ctx, fleetSvc)
 	portalSvc, speechSvc := a.wirePortal()
 	invSvc, statusSvc := a.wireSchedule(ctx, fleetSvc, jobsSvc)
-	if err := a.wireDemo(ctx, jobsSvc, invSvc, statusSvc); err != nil {
+	err = a.wireDemo(ctx, jobsSvc, invSvc, statusSvc)
+	if err == nil {
+		err = a.startJobs(ctx, jobsSvc) // after every finish hook is registered
+	}
+	if err != nil {
 		uiLn.Close()
 		if agentLn != nil {
 			agentLn.Close()

@@ -10,25 +10,32 @@ import (
 	"github.com/lcmproject/lcm/internal/jobs/runner"
 )
 
-// wireJobs starts the control-plane side of jobs (credential responder,
+// wireJobs builds the jobs and fleet services. Nothing runs yet: the
+// finish hooks (inventory, status) and the demo simulator are registered
+// on the jobs service first, then startJobs starts it, so no job result
+// waiting in the stream at a restart is finished without its hooks.
+func (a *app) wireJobs() (*fleet.Service, *jobs.Service) {
+	js := jobs.New(a.store, a.bus, a.log)
+	return fleet.New(a.store, js, a.log), js
+}
+
+// startJobs starts the control-plane side of jobs (credential responder,
 // ingest, reaper) and, unless worker.disabled, an in-process worker that
 // speaks the same NATS protocol as lcm-worker. Both stop with ctx.
-func (a *app) wireJobs(ctx context.Context) (*fleet.Service, *jobs.Service, error) {
-	js := jobs.New(a.store, a.bus, a.log)
-	fl := fleet.New(a.store, js, a.log)
+func (a *app) startJobs(ctx context.Context, js *jobs.Service) error {
 	go func() { _ = js.Run(ctx) }()
 	if a.cfg.Worker.Disabled {
 		a.log.Info("in-process worker disabled; jobs need an lcm-worker")
-		return fl, js, nil
+		return nil
 	}
 	w, err := runner.New(runner.Config{Bus: a.bus, Segments: a.cfg.Worker.Segments, Concurrency: a.cfg.Worker.Concurrency, Log: a.log})
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
 	done := make(chan struct{})
 	go func() { defer close(done); _ = w.Run(ctx) }()
 	a.workerDone = done
-	return fl, js, nil
+	return nil
 }
 
 // natsUsers are the accounts of a listening embedded NATS: lcm-api's own
