@@ -9,10 +9,12 @@ import (
 
 // wireSelfReg registers the deletion hook that sets self_server_disabled
 // and, outside demo mode, runs the self-registration of this host in the
-// background (the handover file is deleted whatever the outcome).
+// background. The handover file is deleted whatever the outcome, in demo
+// mode too.
 func (a *app) wireSelfReg(ctx context.Context, fl *fleet.Service) {
 	fl.OnDeleted(selfreg.OnDeleted(a.store, a.log))
 	if a.cfg.Demo {
+		selfreg.DiscardHandover(a.dataDir, a.log)
 		return
 	}
 	go func() {

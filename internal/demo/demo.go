@@ -8,6 +8,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"math"
@@ -17,6 +18,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/lcmproject/lcm/internal/actions"
 	"github.com/lcmproject/lcm/internal/domain"
 	"github.com/lcmproject/lcm/internal/facts"
 	"github.com/lcmproject/lcm/internal/inventory"
@@ -163,11 +165,93 @@ func Output(job domain.Job) []string {
 		out = append(out, "Security updates installed.\n")
 	case domain.JobRotateKey:
 		out = append(out, "Generated a new ed25519 management key\n", "New key proven, old key removed\n")
+	case domain.JobPackageAction:
+		var p actions.PackageParams
+		_ = json.Unmarshal(job.Params, &p)
+		out = append(append(out, packageOutput(sp, p)...), refreshOutput(sp)...)
+	case domain.JobReboot:
+		// A stable, plausible duration per server (30–89 s).
+		secs := 30 + int(sha256.Sum256([]byte(host))[0])%60
+		out = append(out, "Boot id "+bootID(host, 0)+"\n", "Rebooting (systemctl reboot) …\n",
+			"Waiting for the server to come back …\n",
+			fmt.Sprintf("Server is back after %d s (boot id %s)\n", secs, bootID(host, 1)))
+	case domain.JobStorageSample:
+		total := float64(sp.DiskGiB)
+		out = append(out, fmt.Sprintf("/: %.1f GiB of %.0f GiB used (%.0f %%)\n", sp.UsedEnd*total, total, sp.UsedEnd*100))
 	default:
-		out = append(out, "Collecting facts … ok\n", fmt.Sprintf("Listing packages … %d installed, %d upgradable\n",
-			len(sp.Packages), len(sp.Outdated)))
+		out = append(out, refreshOutput(sp)...)
 	}
 	return append(out, "==> finished successfully\n")
+}
+
+func refreshOutput(sp Spec) []string {
+	return []string{"Collecting facts … ok\n", fmt.Sprintf("Listing packages … %d installed, %d upgradable\n",
+		len(sp.Packages), len(sp.Outdated))}
+}
+
+// packageOutput is what a package action prints on a demo server.
+func packageOutput(sp Spec, p actions.PackageParams) []string {
+	outdated := map[string]pkgmgr.Upgradable{}
+	for _, u := range sp.Outdated {
+		outdated[u.Name] = u
+	}
+	installed := map[string]bool{}
+	for _, pk := range sp.Packages {
+		name, _, _ := strings.Cut(pk, "=")
+		installed[name] = true
+	}
+	var out []string
+	upgrade := func(u pkgmgr.Upgradable) {
+		out = append(out, fmt.Sprintf("Upgrading %s %s -> %s\n", u.Name, u.Current, u.Candidate))
+	}
+	switch p.Action {
+	case actions.PkgRefreshLists:
+		out = append(out, "Refreshing the package lists … done\n")
+	case actions.PkgUpgradeAll, actions.PkgUpgradeSecurity:
+		n := 0
+		for _, u := range sp.Outdated {
+			if p.Action == actions.PkgUpgradeAll || u.Security {
+				upgrade(u)
+				n++
+			}
+		}
+		out = append(out, fmt.Sprintf("%d upgraded, 0 newly installed, 0 to remove\n", n))
+	case actions.PkgUpdate:
+		for _, name := range p.Names {
+			if u, ok := outdated[name]; ok {
+				upgrade(u)
+			} else {
+				out = append(out, name+" is already the newest version\n")
+			}
+		}
+	case actions.PkgRemove:
+		for _, name := range p.Names {
+			if installed[name] {
+				out = append(out, "Removing "+name+" …\n")
+			} else {
+				out = append(out, "Package "+name+" is not installed, so not removed\n")
+			}
+		}
+	case actions.PkgAutoremove:
+		out = append(out, "0 upgraded, 0 newly installed, 2 to remove\n", "Removing libfuse2 …\n", "Removing linux-image-6.1.0-18-amd64 …\n")
+	case actions.PkgKernelCleanup:
+		out = append(out, "Running kernel "+sp.Kernel+" is kept, and the newest installed one\n", "Removing 1 older kernel …\n")
+	case actions.PkgHold:
+		for _, name := range p.Names {
+			out = append(out, name+" set on hold.\n")
+		}
+	case actions.PkgUnhold:
+		for _, name := range p.Names {
+			out = append(out, "Canceled hold on "+name+".\n")
+		}
+	}
+	return out
+}
+
+// bootID is a stable demo boot id of a server's n-th boot.
+func bootID(host string, n int) string {
+	h := sha256.Sum256([]byte(fmt.Sprintf("lcm-demo-boot:%s:%d", host, n)))
+	return fmt.Sprintf("%x-%x-%x-%x-%x", h[0:4], h[4:6], h[6:8], h[8:10], h[10:16])
 }
 
 // hostKey derives a stable, well-formed demo host key from the name.

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lcmproject/lcm/internal/actions"
 	"github.com/lcmproject/lcm/internal/demo"
 	"github.com/lcmproject/lcm/internal/domain"
 	"github.com/lcmproject/lcm/internal/inventory"
@@ -120,14 +121,29 @@ func TestDemoJobIsSimulated(t *testing.T) {
 	if _, err := demo.Seed(ctx, d); err != nil {
 		t.Fatal(err)
 	}
-	for _, kind := range []string{"check", "upgrade"} {
+	// Each kind with a line its simulated output must hold.
+	for _, c := range []struct{ kind, want string }{
+		{"check", "host key matches pinned"},
+		{"upgrade", "Upgrading openssl"},
+		{"reboot", "Server is back after"},
+		{"hold", "openssl set on hold."},
+		{"upgrade-all", " upgraded, 0 newly installed"},
+	} {
+		kind := c.kind
 		id := serverID(t, p, "web-01")
 		var job domain.Job
 		var err error
-		if kind == "check" {
+		switch kind {
+		case "check":
 			job, err = p.Fleet.CheckConnectivity(ctx, p.Admin, id)
-		} else {
+		case "upgrade":
 			job, err = p.Fleet.UpgradeSecurity(ctx, p.Admin, id)
+		case "reboot":
+			job, err = p.Fleet.Reboot(ctx, p.Admin, id)
+		case "hold":
+			job, err = p.Fleet.PackageAction(ctx, p.Admin, id, actions.PkgHold, []string{"openssl"})
+		case "upgrade-all":
+			job, err = p.Fleet.PackageAction(ctx, p.Admin, id, actions.PkgUpgradeAll, nil)
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -144,8 +160,8 @@ func TestDemoJobIsSimulated(t *testing.T) {
 		if err != nil || !out.Complete || !strings.Contains(string(out.Output), "simulated, no connection made") {
 			t.Fatalf("output %q complete=%v err=%v", out.Output, out.Complete, err)
 		}
-		if kind == "upgrade" && !strings.Contains(string(out.Output), "Upgrading openssl") {
-			t.Fatalf("upgrade output %q", out.Output)
+		if !strings.Contains(string(out.Output), c.want) {
+			t.Fatalf("%s output %q, want %q in it", kind, out.Output, c.want)
 		}
 	}
 }

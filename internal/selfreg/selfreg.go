@@ -102,11 +102,7 @@ type Deps struct {
 // handover file is deleted in every case.
 func Run(ctx context.Context, d Deps) (Decision, error) {
 	d = withDefaults(d)
-	defer func() {
-		if err := os.Remove(d.HandoverPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			d.Log.Error("self-registration: could not delete the handover file", "path", d.HandoverPath, "err", err)
-		}
-	}()
+	defer removeHandover(d.HandoverPath, d.Log)
 	var in Inputs
 	in.OptOut = d.Getenv(OptOutEnv) == "1" || exists(filepath.Join(d.DataDir, OptOutFile))
 	in.InContainer = d.InContainer()
@@ -152,6 +148,22 @@ func Run(ctx context.Context, d Deps) (Decision, error) {
 	}
 	d.Log.Info("self-registration: registered", "server", ServerName, "server_id", srv.ID, "host_key", srv.HostKeyFingerprint)
 	return dec, nil
+}
+
+// DiscardHandover deletes the handover file in dataDir without
+// registering: for starts that skip self-registration altogether (demo
+// mode), since the plaintext key must not outlive the next start.
+func DiscardHandover(dataDir string, log *slog.Logger) {
+	if log == nil {
+		log = slog.Default()
+	}
+	removeHandover(filepath.Join(dataDir, HandoverFile), log)
+}
+
+func removeHandover(path string, log *slog.Logger) {
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		log.Error("self-registration: could not delete the handover file", "path", path, "err", err)
+	}
 }
 
 // OnDeleted is the fleet deletion hook: deleting the self entry sets
