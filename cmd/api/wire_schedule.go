@@ -54,14 +54,15 @@ func (a *app) wireSchedule(ctx context.Context, fl *fleet.Service, js *jobs.Serv
 }
 
 // registerInventoryHooks connects job results to the inventory and the
-// traffic light: refresh-carrying jobs are ingested (facts, packages,
-// storage sample), a storage sample is stored, and every finished job
-// updates the server's contact record and status. They run after fleet's
+// traffic light: refresh-carrying jobs (refresh, package action, security
+// upgrade, reboot) are ingested (facts, packages, storage sample), a
+// storage sample is stored, and every finished job updates the server's
+// contact record and status. They run after fleet's
 // hooks (registered first), so the status sees the facts fleet recorded.
 // The ingest and the status hook are batch hooks: the jobs that one
 // ingest batch finished are stored together (issue 5's refresh budget).
 func registerInventoryHooks(js *jobs.Service, inv *inventory.Service, st *status.Service) {
-	for _, k := range []domain.JobKind{domain.JobRefresh, domain.JobPackageAction, domain.JobUpgradeSecurity} {
+	for _, k := range []domain.JobKind{domain.JobRefresh, domain.JobPackageAction, domain.JobUpgradeSecurity, domain.JobReboot} {
 		js.OnFinishBatch(k, inv.IngestJobs)
 	}
 	js.OnFinish(domain.JobStorageSample, func(ctx context.Context, job domain.Job) error {

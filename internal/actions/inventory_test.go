@@ -172,6 +172,42 @@ func TestRebootWaitsForNewBootID(t *testing.T) {
 	}
 }
 
+// TestRebootJobRefreshesAfterwards: the reboot job ends with an inventory
+// refresh over a new connection, so its payload carries the facts of the
+// new boot for the control plane to ingest.
+func TestRebootJobRefreshesAfterwards(t *testing.T) {
+	sim := &rebootSim{downtime: 200 * time.Millisecond}
+	var f *fleetsim.Fleet
+	table := sim.table(&f)
+	fleetsim.HandleRefresh(table, fleetsim.RefreshOptions{Upgradable: 5, Security: 2})
+	f, err := fleetsim.Start(fleetsim.Config{N: 1, Packages: 50, Responders: table})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	inst := f.Instances[0]
+	dial := func(ctx context.Context, user, _ string) (remote.Executor, error) {
+		return sshexec.Dial(ctx, sshexec.Target{Addr: inst.Addr, User: user, Password: "x", HostKey: inst.AuthorizedHostKey()})
+	}
+	var out bytes.Buffer
+	env := &Env{Dial: dial, Out: &out}
+	env.Creds.User = "lcm"
+	r, data, err := RebootJob{Timing: RebootTiming{Settle: 50 * time.Millisecond, Poll: 50 * time.Millisecond, Window: 10 * time.Second}}.RunData(context.Background(), env)
+	if err != nil {
+		t.Fatalf("reboot job: %v\n%s", err, out.String())
+	}
+	if !strings.Contains(r.Message, "rebooted; back after") || r.Duration <= 0 || r.Facts == nil || r.Facts.Kernel == "" {
+		t.Fatalf("result %+v", r)
+	}
+	d, err := DecodeRefresh(data)
+	if err != nil || len(d.Inventory.Packages) != 50 || len(d.Inventory.Upgradable) != 5 || d.Facts.Kernel == "" {
+		t.Fatalf("payload: %d packages, %d upgradable, kernel %q, err %v\n%s", len(d.Inventory.Packages), len(d.Inventory.Upgradable), d.Facts.Kernel, err, out.String())
+	}
+	if !strings.Contains(out.String(), "lcm: refreshing the inventory") {
+		t.Fatalf("output:\n%s", out.String())
+	}
+}
+
 func TestRebootGivesUpAfterWindow(t *testing.T) {
 	sim := &rebootSim{downtime: time.Hour}
 	var f *fleetsim.Fleet

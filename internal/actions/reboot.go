@@ -115,12 +115,23 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// RebootJob reboots the server and waits for it (it is not allowed in
-// restricted sudo mode).
+// RebootJob reboots the server, waits for it and then refreshes its
+// inventory over a fresh connection, so the facts that a reboot changes
+// (kernel, uptime, "reboot required") and the traffic light follow at
+// once instead of at the next scheduled refresh. It is not allowed in
+// restricted sudo mode.
 type RebootJob struct{ Timing RebootTiming }
 
-// Run implements Action.
+// Run implements Action (the payload is dropped; runners use RunData).
 func (j RebootJob) Run(ctx context.Context, env *Env) (Result, error) {
+	r, _, err := j.RunData(ctx, env)
+	return r, err
+}
+
+// RunData implements DataAction. A refresh that fails after the server
+// came back does not fail the reboot: it is reported in the output and
+// the next scheduled refresh catches up.
+func (j RebootJob) RunData(ctx context.Context, env *Env) (Result, []byte, error) {
 	t := j.Timing
 	if t == (RebootTiming{}) {
 		t = DefaultRebootTiming
@@ -130,7 +141,26 @@ func (j RebootJob) Run(ctx context.Context, env *Env) (Result, error) {
 	}
 	d, err := Reboot(ctx, dial, env.Out, t)
 	if err != nil {
-		return Result{}, err
+		return Result{}, nil, err
 	}
-	return Result{Message: fmt.Sprintf("rebooted; back after %d s", int(d.Round(time.Second)/time.Second)), Duration: d}, nil
+	secs := int(d.Round(time.Second) / time.Second)
+	done := Result{Message: fmt.Sprintf("rebooted; back after %d s", secs), Duration: d}
+	fmt.Fprintln(env.Out, "lcm: refreshing the inventory")
+	ex, err := dial(ctx)
+	if err != nil {
+		fmt.Fprintf(env.Out, "lcm: the inventory refresh after the reboot failed (%v); the next scheduled refresh updates it\n", err)
+		return done, nil, nil
+	}
+	defer ex.Close()
+	f, inv, err := Refresh(ctx, ex, env.Out)
+	if err != nil {
+		fmt.Fprintf(env.Out, "lcm: the inventory refresh after the reboot failed (%v); the next scheduled refresh updates it\n", err)
+		return done, nil, nil
+	}
+	r, data, err := refreshResult(f, inv, done.Message)
+	if err != nil {
+		return done, nil, nil
+	}
+	r.Duration = d
+	return r, data, nil
 }
