@@ -32,6 +32,21 @@ func inventoryHost(t *testing.T) (remote.Executor, testutil.TestHost) {
 	return cl, h
 }
 
+// upgradable refreshes and returns the upgradable packages by name.
+func upgradable(t *testing.T, ex remote.Executor) map[string]pkgmgr.Upgradable {
+	t.Helper()
+	var out bytes.Buffer
+	_, inv, err := Refresh(context.Background(), ex, &out)
+	if err != nil {
+		t.Fatalf("refresh: %v\n%s", err, out.String())
+	}
+	m := map[string]pkgmgr.Upgradable{}
+	for _, u := range inv.Upgradable {
+		m[u.Name] = u
+	}
+	return m
+}
+
 func installed(t *testing.T, ex remote.Executor, name string) (string, bool) {
 	t.Helper()
 	var out bytes.Buffer
@@ -78,7 +93,7 @@ func TestRefreshAndPackageActionsOnTestHost(t *testing.T) {
 	// through their own tooling), then exercise the actions on it.
 	out.Reset()
 	if code, err := run(ctx, ex, &out, remote.Command{Cmd: "env DEBIAN_FRONTEND=noninteractive apt-get install -y -q tree", Timeout: 5 * time.Minute}); err != nil || code != 0 {
-		t.Skipf("cannot install tree on the test host (no package source?): %d %v\n%s", code, err, out.String())
+		testutil.Unavailable(t, "cannot install tree on the test host (no package source?): %d %v\n%s", code, err, out.String())
 	}
 	if _, ok := installed(t, ex, "tree"); !ok {
 		t.Fatal("tree not in the inventory after install")
@@ -98,6 +113,30 @@ func TestRefreshAndPackageActionsOnTestHost(t *testing.T) {
 		t.Fatal("tree still installed after remove")
 	}
 	step(PkgAutoremove)
+
+	// A hold proven by an upgrade: a fresh test host has security updates
+	// pending. The held one keeps its version through upgrade-all while
+	// the others move; unheld, a named update brings it to its candidate.
+	if len(inv.Upgradable) < 2 {
+		testutil.Unavailable(t, "the test host has %d pending upgrades; a fresh bookworm rootfs with the security suite has several", len(inv.Upgradable))
+	}
+	x := inv.Upgradable[0]
+	step(PkgHold, x.Name)
+	step(PkgUpgradeAll)
+	after := upgradable(t, ex)
+	if v, _ := installed(t, ex, x.Name); v != x.Current {
+		t.Fatalf("held %s moved from %s to %s through upgrade-all", x.Name, x.Current, v)
+	}
+	// The others moved. (apt's simulation no longer lists a held package
+	// as upgradable: it is "kept back".)
+	if len(after) >= len(inv.Upgradable)-1 && len(inv.Upgradable) > 1 {
+		t.Fatalf("after upgrade-all: %d of %d still upgradable", len(after), len(inv.Upgradable))
+	}
+	step(PkgUnhold, x.Name)
+	step(PkgUpdate, x.Name)
+	if v, _ := installed(t, ex, x.Name); v != x.Candidate {
+		t.Fatalf("update %s: at %s, want the candidate %s", x.Name, v, x.Candidate)
+	}
 	step(PkgUpgradeSecurity)
 	if !strings.Contains(out.String(), "lcm:") {
 		t.Fatalf("upgrade-security said nothing: %s", out.String())
@@ -283,4 +322,58 @@ func BenchmarkRefreshCodec(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestJobManagerDetectsOnTheServer: package jobs drive the manager the
+// server has where the recorded family does not tell: yum on an EL7 host
+// of the dnf family, and whatever a server with no recorded family has.
+func TestJobManagerDetectsOnTheServer(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		family   pkgmgr.Family
+		answer   string // what the detection prints; "" prints nothing
+		wantBin  string // the manager's Name(); "" wants an error
+		detected bool   // the detection runs
+	}{
+		{"recorded apt needs no detection", pkgmgr.FamilyAPT, "dnf", "apt", false},
+		{"EL7 dnf family with yum only", pkgmgr.FamilyDNF, "yum", "yum", true},
+		{"EL8 dnf family", pkgmgr.FamilyDNF, "dnf", "dnf", true},
+		{"dnf family, detection finds nothing", pkgmgr.FamilyDNF, "", "dnf", true},
+		{"unknown family, apt-get found", "", "apt-get", "apt", true},
+		{"unknown family, apk found", "", "apk", "apk", true},
+		{"unknown family, nothing found", "", "", "", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var ran atomic.Bool
+			table := fleetsim.DefaultTable()
+			table.Handle("for m in apt-get", func(ctx context.Context, req *fleetsim.Request) int {
+				ran.Store(true)
+				if c.answer != "" {
+					req.Stdout.Write([]byte(c.answer + "\n"))
+				}
+				return 0
+			})
+			f, err := fleetsim.Start(fleetsim.Config{N: 1, Responders: table})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			inst := f.Instances[0]
+			ex, err := sshexec.Dial(context.Background(), sshexec.Target{Addr: inst.Addr, User: "lcm", Password: "x", HostKey: inst.AuthorizedHostKey()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ex.Close()
+			m, err := jobManager(context.Background(), ex, c.family)
+			switch {
+			case c.wantBin == "" && err == nil:
+				t.Fatalf("got %s, want an error", m.Name())
+			case c.wantBin != "" && (err != nil || m.Name() != c.wantBin):
+				t.Fatalf("got %v %v, want %s", m, err, c.wantBin)
+			}
+			if ran.Load() != c.detected {
+				t.Fatalf("detection ran: %v, want %v", ran.Load(), c.detected)
+			}
+		})
+	}
 }

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
+	"time"
 
 	"github.com/lcmproject/lcm/internal/domain"
 	"github.com/lcmproject/lcm/internal/pkgmgr"
@@ -76,13 +78,44 @@ func PackageCommand(m pkgmgr.Manager, action PkgAction, names []string) (string,
 	return "", domain.Invalid("unknown_action", fmt.Sprintf("unknown package action %q", action))
 }
 
-// PackageAction runs one package action with the family's manager and
-// returns the command's exit code (0 on success; a non-zero code is an
-// error naming the manager).
-func PackageAction(ctx context.Context, ex remote.Executor, family pkgmgr.Family, action PkgAction, names []string, out io.Writer) (int, error) {
-	m, err := pkgmgr.New(family)
+// detectManagerCmd prints the first package manager the server has, in
+// the facts collector's order (apt-get, dnf, yum, zypper, pacman, apk).
+const detectManagerCmd = `for m in apt-get dnf yum zypper pacman apk; do if command -v "$m" >/dev/null 2>&1; then echo "$m"; exit 0; fi; done`
+
+// jobManager picks the manager a package job drives: the server's recorded
+// family, checked on the server where the family alone does not tell —
+// a dnf-family host with only yum (EL7) gets yum, and a server whose
+// family was never recorded gets the manager it has, never a guess.
+func jobManager(ctx context.Context, ex remote.Executor, family pkgmgr.Family) (pkgmgr.Manager, error) {
+	if family != "" && family != pkgmgr.FamilyDNF {
+		m, err := pkgmgr.New(family)
+		if err != nil {
+			return nil, failf("%v", err)
+		}
+		return m, nil
+	}
+	raw, code, err := capture(ctx, ex, io.Discard, remote.Command{Cmd: detectManagerCmd, Timeout: 30 * time.Second})
 	if err != nil {
-		return 0, failf("%v", err)
+		return nil, err
+	}
+	bin := strings.TrimSpace(raw)
+	detected, ok := pkgmgr.FamilyOfBinary(bin)
+	switch {
+	case code == 0 && ok && (family == "" || family == detected):
+		return managerFor(detected, bin)
+	case family != "":
+		return managerFor(family, "")
+	}
+	return nil, failf("no supported package manager found on the server (apt-get, dnf, yum, zypper, pacman, apk)")
+}
+
+// PackageAction runs one package action with the family's manager (see
+// jobManager) and returns the command's exit code (0 on success; a
+// non-zero code is an error naming the manager).
+func PackageAction(ctx context.Context, ex remote.Executor, family pkgmgr.Family, action PkgAction, names []string, out io.Writer) (int, error) {
+	m, err := jobManager(ctx, ex, family)
+	if err != nil {
+		return 0, err
 	}
 	cmd, err := PackageCommand(m, action, names)
 	if err != nil {
@@ -126,10 +159,6 @@ func (PackageJob) RunData(ctx context.Context, env *Env) (Result, []byte, error)
 	if err := json.Unmarshal(env.Params, &p); err != nil || !p.Action.Valid() {
 		return Result{}, nil, failf("invalid package action parameters")
 	}
-	fam := pkgmgr.Family(env.Creds.PackageFamily)
-	if fam == "" {
-		fam = pkgmgr.FamilyAPT
-	}
-	code, actErr := PackageAction(ctx, env.Exec, fam, p.Action, p.Names, env.Out)
+	code, actErr := PackageAction(ctx, env.Exec, pkgmgr.Family(env.Creds.PackageFamily), p.Action, p.Names, env.Out)
 	return refreshAfter(ctx, env, Result{ExitCode: code}, actErr, string(p.Action)+" done")
 }

@@ -18,13 +18,9 @@ type UpgradeSecurity struct{}
 
 // Run implements Action.
 func (UpgradeSecurity) Run(ctx context.Context, env *Env) (Result, error) {
-	fam := pkgmgr.Family(env.Creds.PackageFamily)
-	if fam == "" {
-		fam = pkgmgr.FamilyAPT
-	}
-	m, err := pkgmgr.New(fam)
+	m, err := jobManager(ctx, env.Exec, pkgmgr.Family(env.Creds.PackageFamily))
 	if err != nil {
-		return Result{}, failf("%v", err)
+		return Result{}, err
 	}
 	cmd, err := m.UpgradeSecurity()
 	if err != nil {

@@ -34,7 +34,9 @@ func (s *Service) PackageAction(ctx context.Context, p *domain.Principal, id str
 	}
 	fam := pkgmgr.Family(srv.PackageFamily)
 	if fam == "" {
-		fam = pkgmgr.FamilyAPT // the worker's default too
+		// Not recorded yet: the worker detects the manager on the server;
+		// the names are checked by APT's rules, which support every action.
+		fam = pkgmgr.FamilyAPT
 	}
 	m, err := pkgmgr.New(fam)
 	if err != nil {

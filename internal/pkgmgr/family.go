@@ -39,3 +39,22 @@ func FamilyFromOSRelease(id string, idLike []string) (Family, error) {
 	return "", domain.Invalid("unknown_distribution",
 		fmt.Sprintf("no package manager family for os-release ID %q (ID_LIKE %q)", id, strings.Join(idLike, " ")))
 }
+
+// FamilyOfBinary returns the family of a package-manager command name as
+// the facts collector and the job-time detection report it ("apt-get" or
+// "apt", "dnf", "yum", "zypper", "pacman", "apk"); false for others.
+func FamilyOfBinary(bin string) (Family, bool) {
+	switch bin {
+	case "apt-get", "apt":
+		return FamilyAPT, true
+	case "dnf", "yum":
+		return FamilyDNF, true
+	case "zypper":
+		return FamilyZypper, true
+	case "pacman":
+		return FamilyPacman, true
+	case "apk":
+		return FamilyAPK, true
+	}
+	return "", false
+}
