@@ -204,7 +204,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 	fleetSvc, jobsSvc := a.wireJobs()
 	a.wireSelfReg(ctx, fleetSvc)
 	portalSvc, speechSvc := a.wirePortal()
-	invSvc, statusSvc := a.wireSchedule(ctx, fleetSvc, jobsSvc)
+	invSvc, statusSvc, schedSvc := a.wireSchedule(ctx, fleetSvc, jobsSvc)
 	err = a.wireDemo(ctx, jobsSvc, invSvc, statusSvc)
 	if err == nil {
 		err = a.startJobs(ctx, jobsSvc) // after every finish hook is registered
@@ -222,7 +222,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 		ClientAddr: clientAddrFunc(authSvc), Allowed: allowedFunc(authSvc),
 		Web: web.Dist(),
 		Services: httpapi.Services{Auth: authSvc, Records: recordsSvc, Fleet: fleetSvc, Jobs: jobsSvc, Portal: portalSvc, Speech: speechSvc,
-			Inventory: invSvc, Status: statusSvc},
+			Inventory: invSvc, Status: statusSvc, Schedules: schedSvc},
 	})
 	a.startHTTP("UI listener", uiLn, api.Handler(), !cfg.Dev)
 	if agentLn != nil {

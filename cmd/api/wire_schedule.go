@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/lcmproject/lcm/internal/actions"
 	"github.com/lcmproject/lcm/internal/bus"
@@ -19,38 +20,38 @@ import (
 // job finish hooks and starts the periodic-task scheduler, which schedules
 // only while this replica holds the leader lease. The scheduler stops with
 // ctx (it releases the lease; a.schedDone closes then). A scheduler that
-// cannot start is logged, not fatal: the API still serves. It returns the
-// services for the HTTP routes (httpapi.Services.Inventory and .Status).
-func (a *app) wireSchedule(ctx context.Context, fl *fleet.Service, js *jobs.Service) (*inventory.Service, *status.Service) {
+// cannot start is logged, not fatal: the API still serves, and the
+// schedules can still be read and changed (the leader applies them). It
+// returns the services for the HTTP routes.
+func (a *app) wireSchedule(ctx context.Context, fl *fleet.Service, js *jobs.Service) (*inventory.Service, *status.Service, *schedule.Scheduler) {
 	statusSvc := status.New(a.store, a.log)
-	invSvc := inventory.New(a.store, inventory.Options{Log: a.log,
-		OnIngest: statusSvc.RecomputeMany})
+	invSvc := inventory.New(a.store, inventory.Options{Log: a.log, OnIngest: statusSvc.RecomputeMany,
+		Retention: time.Duration(a.cfg.StorageHistoryDays) * 24 * time.Hour})
 	registerInventoryHooks(js, invSvc, statusSvc)
+	submitAll := func(kind domain.JobKind) func(context.Context) error {
+		return func(ctx context.Context) error { _, err := fl.SubmitToAll(ctx, kind); return err }
+	}
+	load, save := schedule.SettingsStore(a.store, a.log)
+	opts := schedule.Options{Log: a.log,
+		Tasks: schedule.Registry(schedule.Hooks{AggregateStorage: invSvc.Aggregate, RecomputeStatus: statusSvc.RecomputeAll,
+			RefreshAll: submitAll(domain.JobRefresh), StorageSample: submitAll(domain.JobStorageSample)}),
+		Overrides: load, SaveOverrides: save}
 	host, _ := os.Hostname()
 	lease, err := a.bus.NewLease(ctx, bus.BucketLeader, "scheduler", fmt.Sprintf("%s/%d", host, os.Getpid()), schedule.DefaultLeaseTTL)
 	if err != nil {
 		a.log.Error("scheduler not started", "err", err)
-		return invSvc, statusSvc
+		return invSvc, statusSvc, schedule.New(opts)
 	}
-	submitAll := func(kind domain.JobKind) func(context.Context) error {
-		return func(ctx context.Context) error { _, err := fl.SubmitToAll(ctx, kind); return err }
-	}
-	sch := schedule.New(schedule.Options{Lease: lease, Log: a.log,
-		Tasks: schedule.Registry(schedule.Hooks{AggregateStorage: invSvc.Aggregate, RecomputeStatus: statusSvc.RecomputeAll,
-			RefreshAll: submitAll(domain.JobRefresh), StorageSample: submitAll(domain.JobStorageSample)}),
-		Overrides: func(ctx context.Context) (map[string]schedule.Override, error) {
-			m := map[string]schedule.Override{}
-			_, err := a.store.GetSetting(ctx, schedule.SettingKey, &m)
-			return m, err
-		}})
+	opts.Lease = lease
+	sch := schedule.New(opts)
 	if _, err := sch.Effective(ctx); err != nil {
 		a.log.Error("scheduler not started: invalid \"schedules\" setting", "err", err)
-		return invSvc, statusSvc
+		return invSvc, statusSvc, sch
 	}
 	done := make(chan struct{})
 	go func() { defer close(done); _ = sch.Run(ctx) }()
 	a.schedDone = done
-	return invSvc, statusSvc
+	return invSvc, statusSvc, sch
 }
 
 // registerInventoryHooks connects job results to the inventory and the

@@ -38,6 +38,9 @@ type Config struct {
 	TrustProxyHeader         bool     `json:"trust_proxy_header"`
 	LogLevel                 string   `json:"log_level"`
 	AccessLog                bool     `json:"access_log"`
+	// StorageHistoryDays is how long daily storage aggregates are kept
+	// (the "days until full" forecast reads the last 30).
+	StorageHistoryDays int `json:"storage_history_days"`
 
 	Host      string `json:"host"`
 	Port      int    `json:"port"`
@@ -127,6 +130,7 @@ func Defaults() Config {
 		APIKeyRateLimitPerMinute: 120,
 		LogLevel:                 "info",
 		AccessLog:                true,
+		StorageHistoryDays:       180,
 		Host:                     "127.0.0.1",
 		Port:                     9310,
 		AgentHost:                "0.0.0.0",
@@ -312,6 +316,7 @@ func (c *Config) ApplyEnv(getenv func(string) string) error {
 		"LCM_PORT": &c.Port, "LCM_AGENT_PORT": &c.AgentPort, "LCM_MCP_PORT": &c.MCPPort,
 		"LCM_ACCESS_TOKEN_TTL_MINUTES":      &c.AccessTokenTTLMinutes,
 		"LCM_API_KEY_RATE_LIMIT_PER_MINUTE": &c.APIKeyRateLimitPerMinute, "LCM_SMTP_PORT": &c.SMTP.Port,
+		"LCM_STORAGE_HISTORY_DAYS": &c.StorageHistoryDays,
 	}
 	bools := map[string]*bool{"LCM_TRUST_PROXY_HEADER": &c.TrustProxyHeader, "LCM_ACCESS_LOG": &c.AccessLog}
 	for k, p := range str {
@@ -390,6 +395,9 @@ func (c *Config) Validate() error {
 	}
 	if c.APIKeyRateLimitPerMinute < 0 {
 		bad("api_key_rate_limit_per_minute", "must be 0 (off) or positive, is %d", c.APIKeyRateLimitPerMinute)
+	}
+	if c.StorageHistoryDays < 90 || c.StorageHistoryDays > 365 {
+		bad("storage_history_days", "must be between 90 and 365, is %d", c.StorageHistoryDays)
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":

@@ -71,8 +71,9 @@ func TestValidate(t *testing.T) {
 	cfg.JWTSecret = strings.Repeat("x", 31)
 	cfg.LogLevel = "loud"
 	cfg.Port = 0
+	cfg.StorageHistoryDays = 30
 	err := cfg.Validate()
-	for _, key := range []string{"jwt_secret", "log_level", `"port"`} {
+	for _, key := range []string{"jwt_secret", "log_level", `"port"`, "storage_history_days"} {
 		if err == nil || !strings.Contains(err.Error(), key) {
 			t.Errorf("error %v does not name %s", err, key)
 		}

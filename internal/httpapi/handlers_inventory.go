@@ -11,6 +11,7 @@ import (
 	"github.com/lcmproject/lcm/internal/domain"
 	"github.com/lcmproject/lcm/internal/facts"
 	"github.com/lcmproject/lcm/internal/pkgmgr"
+	"github.com/lcmproject/lcm/internal/schedule"
 	"github.com/lcmproject/lcm/internal/store"
 )
 
@@ -186,4 +187,50 @@ func (s *Server) setStorageVolumes(c *gin.Context) {
 		return
 	}
 	c.JSON(http.StatusOK, v)
+}
+
+// schedulesDTO is the answer of the schedules routes.
+type schedulesDTO struct {
+	Tasks []schedule.TaskView `json:"tasks"`
+}
+
+func (s *Server) schedules() (*schedule.Scheduler, error) {
+	if sch := s.deps.Services.Schedules; sch != nil {
+		return sch, nil
+	}
+	return nil, domain.Unavailable("schedules_unavailable", "the scheduler is not running in this process")
+}
+
+func (s *Server) getSchedules(c *gin.Context) {
+	sch, err := s.schedules()
+	if err == nil {
+		var tasks []schedule.TaskView
+		if tasks, err = sch.Tasks(c.Request.Context()); err == nil {
+			c.JSON(http.StatusOK, schedulesDTO{Tasks: tasks})
+			return
+		}
+	}
+	s.respondError(c, err)
+}
+
+// setSchedules replaces the overrides: {"refresh_all": {"spec": "0 3 * * *",
+// "enabled": true}, …}; a task left out runs on its defaults.
+func (s *Server) setSchedules(c *gin.Context) {
+	var req map[string]schedule.Override
+	if !bindJSON(c, &req) {
+		return
+	}
+	if req == nil {
+		s.respondError(c, domain.Invalid("invalid_schedules", `the body must be an object of task overrides, e.g. {"refresh_all": {"spec": "0 3 * * *"}}; {} restores the defaults`))
+		return
+	}
+	sch, err := s.schedules()
+	if err == nil {
+		var tasks []schedule.TaskView
+		if tasks, err = sch.SetOverrides(c.Request.Context(), principal(c), req); err == nil {
+			c.JSON(http.StatusOK, schedulesDTO{Tasks: tasks})
+			return
+		}
+	}
+	s.respondError(c, err)
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/lcmproject/lcm/internal/jobs"
 	"github.com/lcmproject/lcm/internal/portal"
 	"github.com/lcmproject/lcm/internal/recordsvc"
+	"github.com/lcmproject/lcm/internal/schedule"
 	"github.com/lcmproject/lcm/internal/speechsvc"
 	"github.com/lcmproject/lcm/internal/status"
 )
@@ -32,6 +33,8 @@ type Services struct {
 	Inventory *inventory.Service
 	// Status is the traffic-light status service (issue 5).
 	Status *status.Service
+	// Schedules reads and changes the periodic tasks' schedules (issue 5).
+	Schedules *schedule.Scheduler
 }
 
 // routesAreas registers the routes of every area; each area adds one call

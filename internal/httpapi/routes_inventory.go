@@ -31,4 +31,6 @@ func (s *Server) routesInventory() {
 	s.handle(http.MethodGet, "/api/v1/servers/:id/storage-volumes", Need(domain.PermServersRead), s.getStorageVolumes)
 	s.handle(http.MethodPut, "/api/v1/servers/:id/storage-volumes", w, s.setStorageVolumes)
 	s.handle(http.MethodGet, "/api/v1/packages/overview", Need(domain.PermPackagesRead), s.getPackageOverview)
+	s.handle(http.MethodGet, "/api/v1/settings/schedules", Need(domain.PermSettingsManage), s.getSchedules)
+	s.handle(http.MethodPut, "/api/v1/settings/schedules", Need(domain.PermSettingsManage), s.setSchedules)
 }

@@ -2,14 +2,18 @@ package schedule_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
+	"maps"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/lcmproject/lcm/internal/bus"
 	_ "github.com/lcmproject/lcm/internal/bus/natsembed"
+	"github.com/lcmproject/lcm/internal/domain"
 	"github.com/lcmproject/lcm/internal/schedule"
 	"github.com/lcmproject/lcm/internal/testutil"
 )
@@ -91,5 +95,113 @@ func TestOverrides(t *testing.T) {
 	bad := schedule.New(schedule.Options{Tasks: []schedule.Task{{Name: "x", Spec: "nope"}}})
 	if _, err := bad.Effective(context.Background()); err == nil {
 		t.Fatal("invalid spec accepted")
+	}
+}
+
+// TestSetOverridesReschedules: a validated change is stored and the
+// leader reschedules by it at once; a change stored elsewhere (another
+// replica) is picked up at the next renewal; bad input stores nothing.
+func TestSetOverridesReschedules(t *testing.T) {
+	ctx := context.Background()
+	b, err := bus.Open(ctx, bus.Options{DataDir: t.TempDir(), Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	l, err := b.NewLease(ctx, bus.BucketLeader, "scheduler", "only", 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu     sync.Mutex
+		stored = map[string]schedule.Override{}
+		saves  atomic.Int32
+		runs   atomic.Int64
+	)
+	s := schedule.New(schedule.Options{Lease: l, RenewEvery: time.Hour, Log: quiet, // renewals never come: only the poke reloads
+		Tasks: []schedule.Task{{Name: "tick", Spec: "@every 1h", Enabled: true, Run: func(context.Context) error { runs.Add(1); return nil }}},
+		Overrides: func(context.Context) (map[string]schedule.Override, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			return maps.Clone(stored), nil
+		},
+		SaveOverrides: func(_ context.Context, _ *domain.Principal, m map[string]schedule.Override) error {
+			mu.Lock()
+			defer mu.Unlock()
+			stored = maps.Clone(m)
+			saves.Add(1)
+			return nil
+		}})
+	c, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); s.Run(c) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	for _, bad := range []map[string]schedule.Override{
+		{"nope": {Spec: "@daily"}},
+		{"tick": {Spec: "61 * * * *"}},
+	} {
+		if _, err := s.SetOverrides(ctx, nil, bad); !errors.Is(err, domain.ErrInvalid) {
+			t.Fatalf("SetOverrides(%v): %v, want invalid", bad, err)
+		}
+	}
+	if saves.Load() != 0 {
+		t.Fatal("invalid overrides were stored")
+	}
+	time.Sleep(300 * time.Millisecond)
+	if runs.Load() != 0 {
+		t.Fatal("an hourly task ran")
+	}
+	views, err := s.SetOverrides(ctx, nil, map[string]schedule.Override{"tick": {Spec: "* * * * * *"}})
+	if err != nil || len(views) != 1 || views[0].Spec != "* * * * * *" || views[0].DefaultSpec != "@every 1h" || !views[0].Enabled {
+		t.Fatalf("views %+v %v", views, err)
+	}
+	testutil.WaitFor(t, 5*time.Second, "the leader runs the task on its new every-second spec", func() bool { return runs.Load() >= 2 })
+	off := false
+	if _, err := s.SetOverrides(ctx, nil, map[string]schedule.Override{"tick": {Spec: "* * * * * *", Enabled: &off}}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond) // a run already started may finish
+	n := runs.Load()
+	time.Sleep(2 * time.Second)
+	if runs.Load() != n {
+		t.Fatal("a disabled task kept running")
+	}
+	tasks, err := s.Tasks(ctx)
+	if err != nil || tasks[0].Enabled {
+		t.Fatalf("tasks %+v %v", tasks, err)
+	}
+}
+
+// TestChangeOnAnotherReplicaIsPickedUp: the leader re-reads the setting at
+// every renewal.
+func TestChangeOnAnotherReplicaIsPickedUp(t *testing.T) {
+	ctx := context.Background()
+	b, err := bus.Open(ctx, bus.Options{DataDir: t.TempDir(), Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	l, err := b.NewLease(ctx, bus.BucketLeader, "scheduler", "leader", 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var spec atomic.Value
+	spec.Store("@every 1h")
+	var runs atomic.Int64
+	s := schedule.New(schedule.Options{Lease: l, RenewEvery: 200 * time.Millisecond, Log: quiet,
+		Tasks: []schedule.Task{{Name: "tick", Spec: "@every 1h", Enabled: true, Run: func(context.Context) error { runs.Add(1); return nil }}},
+		Overrides: func(context.Context) (map[string]schedule.Override, error) {
+			return map[string]schedule.Override{"tick": {Spec: spec.Load().(string)}}, nil
+		}})
+	c, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); s.Run(c) }()
+	t.Cleanup(func() { cancel(); <-done })
+	time.Sleep(500 * time.Millisecond)
+	spec.Store("* * * * * *") // stored by another replica's SetOverrides
+	testutil.WaitFor(t, 5*time.Second, "the leader reschedules at a renewal", func() bool { return runs.Load() >= 2 })
+	if _, err := s.SetOverrides(ctx, nil, nil); err == nil {
+		t.Fatal("SetOverrides without SaveOverrides succeeded")
 	}
 }
