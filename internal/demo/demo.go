@@ -313,8 +313,6 @@ func (sp Spec) arch() string {
 	switch sp.Family {
 	case pkgmgr.FamilyAPT:
 		return "amd64"
-	case pkgmgr.FamilyPacman:
-		return ""
 	}
 	return "x86_64"
 }

@@ -53,9 +53,15 @@ func FuzzParseZypper(f *testing.F) {
 }
 
 func FuzzParsePacman(f *testing.F) {
-	addSeeds(f, "pacman_q.txt", "pacman_qu.txt")
+	addSeeds(f, "pacman_local_desc.txt", "pacman_qu.txt")
+	f.Add([]byte("%NAME%\nx\n%END%\n%VERSION%\n1\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		_, _ = ParsePacmanQ(b)
+		pkgs, _ := ParsePacmanLocalDB(b)
+		for _, p := range pkgs {
+			if p.Name == "" || p.Version == "" || p.Source == "" {
+				t.Fatalf("incomplete record %+v", p)
+			}
+		}
 		_, _ = ParsePacmanQu(b)
 	})
 }

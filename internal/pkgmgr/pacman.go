@@ -15,11 +15,20 @@ func (Pacman) Family() Family { return FamilyPacman }
 // Name returns "pacman".
 func (Pacman) Name() string { return "pacman" }
 
-// ListInstalled lists "name version" pairs (pacman -Q has no architecture).
-func (Pacman) ListInstalled() string { return "pacman -Q" }
+// ListInstalled prints the local database's desc records, each followed
+// by a line %END%: unlike `pacman -Q` (name and version only) they carry
+// the architecture and the package base (the source package). The
+// database path comes from pacman-conf (pacman >= 5.1) when present.
+func (Pacman) ListInstalled() string {
+	return shScript(
+		`db=$(pacman-conf DBPath 2>/dev/null) || db=/var/lib/pacman/`,
+		`cd "${db%/}/local" || exit 1`,
+		`for d in */; do [ -f "$d/desc" ] && { cat "$d/desc"; echo "%END%"; }; done; exit 0`,
+	)
+}
 
 // ParseInstalled parses ListInstalled output.
-func (Pacman) ParseInstalled(out []byte) ([]Package, error) { return ParsePacmanQ(out) }
+func (Pacman) ParseInstalled(out []byte) ([]Package, error) { return ParsePacmanLocalDB(out) }
 
 // ListUpgradable uses checkupdates (pacman-contrib) when present: it syncs a
 // private copy of the database, so listing never half-syncs the system.
@@ -107,18 +116,48 @@ func (Pacman) Compare(a, b string) int { return CompareRPM(a, b) }
 
 var _ Manager = Pacman{}
 
-// ParsePacmanQ parses "pacman -Q": "name version" per line.
-func ParsePacmanQ(out []byte) ([]Package, error) {
-	bad := lineErrs{parser: "pacman -Q"}
-	pkgs := make([]Package, 0, len(out)/30)
-	eachLine(out, func(line string) {
-		f := strings.Fields(line)
-		if len(f) != 2 {
-			bad.add(line)
-			return
+// ParsePacmanLocalDB parses ListInstalled output: libalpm's desc format,
+// "%KEY%" lines each followed by value lines up to a blank line, records
+// ended by "%END%". NAME and VERSION are required; BASE (the package base,
+// absent in very old databases) defaults to the name, as dpkg's source
+// does; ARCH "any" is kept as pacman reports it.
+func ParsePacmanLocalDB(out []byte) ([]Package, error) {
+	bad := lineErrs{parser: "pacman local database"}
+	pkgs := make([]Package, 0, len(out)/400)
+	rec := map[string]string{}
+	key := ""
+	end := func(line string) {
+		switch {
+		case len(rec) == 0: // an empty database, or %END% twice
+		case rec["NAME"] == "" || rec["VERSION"] == "" || strings.ContainsAny(rec["NAME"]+rec["VERSION"], " \t"):
+			bad.add(line + " (record without NAME or VERSION: " + rec["NAME"] + " " + rec["VERSION"] + ")")
+		default:
+			base := rec["BASE"]
+			if base == "" {
+				base = rec["NAME"]
+			}
+			pkgs = append(pkgs, Package{Name: rec["NAME"], Version: rec["VERSION"], Arch: rec["ARCH"], Source: base, Manager: "pacman"})
 		}
-		pkgs = append(pkgs, Package{Name: f[0], Version: f[1], Manager: "pacman"})
+		clear(rec)
+		key = ""
+	}
+	eachLine(out, func(line string) {
+		switch {
+		case line == "%END%":
+			end(line)
+		case len(line) > 2 && line[0] == '%' && line[len(line)-1] == '%':
+			key = line[1 : len(line)-1]
+		case key == "":
+			bad.add(line)
+		default:
+			if _, seen := rec[key]; !seen { // first value of multi-value keys
+				rec[key] = strings.TrimSpace(line)
+			}
+		}
 	})
+	if len(rec) > 0 {
+		end("(end of output)")
+	}
 	return pkgs, bad.err()
 }
 

@@ -2,6 +2,10 @@ package pkgmgr
 
 import (
 	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -24,7 +28,7 @@ var parserCases = []struct {
 	{"dnf_list_upgradable.txt", func(b []byte) (any, error) { return NewDNF("dnf").ParseUpgradable(b) }},
 	{"dnf5_updateinfo.txt", func(b []byte) (any, error) { return ParseDNFUpdateinfo(b) }},
 	{"zypper_list_upgradable.txt", func(b []byte) (any, error) { return Zypper{}.ParseUpgradable(b) }},
-	{"pacman_q.txt", func(b []byte) (any, error) { return ParsePacmanQ(b) }},
+	{"pacman_local_desc.txt", func(b []byte) (any, error) { return ParsePacmanLocalDB(b) }},
 	{"pacman_qu.txt", func(b []byte) (any, error) { return ParsePacmanQu(b) }},
 	{"apk_list_installed.txt", func(b []byte) (any, error) { return ParseAPKList(b) }},
 	{"apk_info_v.txt", func(b []byte) (any, error) { return ParseAPKList(b) }},
@@ -128,4 +132,30 @@ func TestFillCurrent(t *testing.T) {
 		require.NotEmpty(t, u.Current, u.Name)
 		require.Negative(t, CompareRPM(u.Current, u.Candidate), u.Name)
 	}
+}
+
+// TestPacmanListInstalledScript runs ListInstalled's shell script against
+// a local database laid out as libalpm keeps it (one directory per
+// package, each with a desc file), found through pacman-conf.
+func TestPacmanListInstalledScript(t *testing.T) {
+	dir := t.TempDir()
+	recs := strings.Split(strings.TrimSuffix(string(readTestdata(t, "pacman_local_desc.txt")), "%END%\n"), "%END%\n")
+	for i, r := range recs {
+		d := filepath.Join(dir, "db", "local", fmt.Sprintf("pkg%d-1.0-1", i))
+		require.NoError(t, os.MkdirAll(d, 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(d, "desc"), []byte(r), 0o644))
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "db", "local", "ALPM_DB_VERSION"), []byte("9\n"), 0o644))
+	bin := filepath.Join(dir, "bin")
+	require.NoError(t, os.MkdirAll(bin, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(bin, "pacman-conf"), []byte("#!/bin/sh\necho "+filepath.Join(dir, "db")+"/\n"), 0o755))
+	cmd := exec.Command("sh", "-c", Pacman{}.ListInstalled())
+	cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"))
+	out, err := cmd.Output()
+	require.NoError(t, err)
+	got, err := Pacman{}.ParseInstalled(out)
+	require.NoError(t, err)
+	want, err := ParsePacmanLocalDB(readTestdata(t, "pacman_local_desc.txt"))
+	require.NoError(t, err)
+	require.ElementsMatch(t, want, got)
 }

@@ -32,7 +32,7 @@ const (
 type Package struct {
 	Name    string `json:"name"`
 	Version string `json:"version"` // the manager's native version string (deb, EVR, …)
-	Arch    string `json:"arch"`    // "" where the listing does not tell (pacman -Q)
+	Arch    string `json:"arch"`    // "" where the listing does not tell
 	Source  string `json:"source"`  // source package; "" where unknown
 	Manager string `json:"manager"` // "apt", "dnf", "yum", "zypper", "pacman", "apk"
 }
