@@ -127,15 +127,21 @@ func TestRefreshAndPackageActionsOnTestHost(t *testing.T) {
 	if v, _ := installed(t, ex, x.Name); v != x.Current {
 		t.Fatalf("held %s moved from %s to %s through upgrade-all", x.Name, x.Current, v)
 	}
-	// The others moved. (apt's simulation no longer lists a held package
-	// as upgradable: it is "kept back".)
-	if len(after) >= len(inv.Upgradable)-1 && len(inv.Upgradable) > 1 {
+	// The others moved; the held one is still outdated, marked held (the
+	// upgrade simulation keeps it back, ListHeld lists it).
+	if u, ok := after[x.Name]; !ok || !u.Held || u.Candidate != x.Candidate || u.Current != x.Current || u.Arch == "" {
+		t.Fatalf("held %s in the outdated list: %+v (listed: %v)", x.Name, u, ok)
+	}
+	if len(after) >= len(inv.Upgradable) {
 		t.Fatalf("after upgrade-all: %d of %d still upgradable", len(after), len(inv.Upgradable))
 	}
 	step(PkgUnhold, x.Name)
 	step(PkgUpdate, x.Name)
 	if v, _ := installed(t, ex, x.Name); v != x.Candidate {
 		t.Fatalf("update %s: at %s, want the candidate %s", x.Name, v, x.Candidate)
+	}
+	if u, ok := upgradable(t, ex)[x.Name]; ok {
+		t.Fatalf("%s still outdated after its update: %+v", x.Name, u)
 	}
 	step(PkgUpgradeSecurity)
 	if !strings.Contains(out.String(), "lcm:") {

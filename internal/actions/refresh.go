@@ -93,14 +93,39 @@ func listPackages(ctx context.Context, ex remote.Executor, out io.Writer, m pkgm
 		return inv, failf("upgradable packages could not be parsed: %v", err)
 	}
 	pkgmgr.FillCurrent(inv.Upgradable, inv.Packages)
+	held := 0
+	if h, ok := m.(pkgmgr.HoldLister); ok {
+		held = listHeld(ctx, ex, out, h, &inv)
+	}
 	sec := 0
 	for _, u := range inv.Upgradable {
 		if u.Security {
 			sec++
 		}
 	}
-	fmt.Fprintf(out, "lcm: %d packages installed (%s), %d upgradable, %d security\n", len(inv.Packages), m.Name(), len(inv.Upgradable), sec)
+	fmt.Fprintf(out, "lcm: %d packages installed (%s), %d upgradable (%d held back), %d security\n", len(inv.Packages), m.Name(), len(inv.Upgradable), held, sec)
 	return inv, nil
+}
+
+// listHeld adds the held packages with a newer candidate to inv and
+// returns how many. A failure only costs the held entries: it is reported
+// in the output, and the refresh goes on.
+func listHeld(ctx context.Context, ex remote.Executor, out io.Writer, h pkgmgr.HoldLister, inv *pkgmgr.Inventory) int {
+	raw, code, err := capture(ctx, ex, out, remote.Command{Cmd: h.ListHeld(), Timeout: listTimeout})
+	if err == nil && code != 0 {
+		err = fmt.Errorf("exit code %d", code)
+	}
+	var ups []pkgmgr.Upgradable
+	if err == nil {
+		ups, err = h.ParseHeld([]byte(raw))
+	}
+	if err != nil {
+		fmt.Fprintf(out, "lcm: held packages could not be listed (%v); they are missing from the outdated list\n", err)
+		return 0
+	}
+	n := len(inv.Upgradable)
+	pkgmgr.AddHeld(inv, ups)
+	return len(inv.Upgradable) - n
 }
 
 // RefreshData is what a refresh (or a package action, which ends with one)

@@ -60,6 +60,8 @@ func HandleRefresh(t *Table, o RefreshOptions) {
 		_, _ = io.WriteString(r.Stdout, cached(fmt.Sprintf("dpkg/%d/%s", n, format), func() string { return renderDpkg(format, n) }))
 		return 0
 	})
+	// No package is held on a simulated server.
+	t.HandleFunc(func(cmd string) bool { return strings.Contains(cmd, "apt-mark showhold") }, func(ctx context.Context, r *Request) int { return 0 })
 	t.HandleFunc(func(cmd string) bool {
 		return strings.HasPrefix(cmd, "apt-get -s") || strings.HasPrefix(cmd, "apt-get --simulate")
 	}, func(ctx context.Context, r *Request) int {

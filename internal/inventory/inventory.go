@@ -161,7 +161,7 @@ func ingestOf(r Refresh, at time.Time, vols []string) (store.InventoryIngest, er
 		in.Packages[i] = store.PackageRecord{Name: p.Name, Version: p.Version, Arch: p.Arch, Source: p.Source, Manager: m}
 	}
 	for i, u := range inv.Upgradable {
-		in.Outdated[i] = store.OutdatedRecord{Name: u.Name, Arch: u.Arch, Current: u.Current, Candidate: u.Candidate, Security: u.Security}
+		in.Outdated[i] = store.OutdatedRecord{Name: u.Name, Arch: u.Arch, Current: u.Current, Candidate: u.Candidate, Security: u.Security, Held: u.Held}
 	}
 	return in, nil
 }
@@ -269,7 +269,7 @@ func (s *Service) Outdated(ctx context.Context, p *domain.Principal, serverID st
 	}
 	out := make([]pkgmgr.Upgradable, len(rows))
 	for i, r := range rows {
-		out[i] = pkgmgr.Upgradable{Name: r.Name, Arch: r.Arch, Current: r.Current, Candidate: r.Candidate, Security: r.Security}
+		out[i] = pkgmgr.Upgradable{Name: r.Name, Arch: r.Arch, Current: r.Current, Candidate: r.Candidate, Security: r.Security, Held: r.Held}
 	}
 	return out, nil
 }

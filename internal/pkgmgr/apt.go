@@ -51,6 +51,18 @@ func (APT) ListUpgradable() string { return aptSimulate }
 // ParseInstalled parses ListInstalled output.
 func (APT) ParseInstalled(out []byte) ([]Package, error) { return ParseDpkgQuery(out) }
 
+// ListHeld prints the apt-cache policy of every held package (nothing when
+// none is held): the upgrade simulation keeps held packages back without
+// an Inst line, so their candidates come from here.
+func (APT) ListHeld() string {
+	return shScript(`held=$(apt-mark showhold) || exit $?`, `[ -n "$held" ] || exit 0`, `LC_ALL=C apt-cache policy $held`)
+}
+
+// ParseHeld parses ListHeld output.
+func (APT) ParseHeld(out []byte) ([]Upgradable, error) { return ParseAptPolicy(out) }
+
+var _ HoldLister = APT{}
+
 // ParseUpgradable parses ListUpgradable output.
 func (APT) ParseUpgradable(out []byte) ([]Upgradable, error) { return ParseAptSimulate(out) }
 

@@ -26,6 +26,9 @@ func render(m Manager) string {
 	names := []string{"openssl", "libssl3"}
 	line("list-installed", m.ListInstalled(), nil)
 	line("list-upgradable", m.ListUpgradable(), nil)
+	if h, ok := m.(HoldLister); ok {
+		line("list-held", h.ListHeld(), nil)
+	}
 	line("refresh-lists", m.RefreshLists(), nil)
 	line("upgrade-all", m.UpgradeAll(), nil)
 	c, err := m.UpgradeSecurity()

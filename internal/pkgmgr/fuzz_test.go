@@ -37,6 +37,19 @@ func FuzzParseAptList(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) { _, _ = ParseAptList(b) })
 }
 
+func FuzzParseAptPolicy(f *testing.F) {
+	addSeeds(f, "apt_policy_held.txt")
+	f.Add([]byte("a:\n  Installed: 1\n  Candidate: 2\n *** 2 500\n        500 x y-security/main\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ups, _ := ParseAptPolicy(b)
+		for _, u := range ups {
+			if u.Name == "" || u.Current == "" || u.Candidate == "" || u.Current == u.Candidate {
+				t.Fatalf("bad record %+v", u)
+			}
+		}
+	})
+}
+
 func FuzzParseRPM(f *testing.F) {
 	addSeeds(f, "dnf_rpm_qa.txt")
 	f.Fuzz(func(t *testing.T, b []byte) { _, _ = ParseRPMQuery(b, "dnf") })

@@ -24,6 +24,7 @@ var parserCases = []struct {
 	{"apt_simulate_upgrade.txt", func(b []byte) (any, error) { return ParseAptSimulate(b) }},
 	{"apt_simulate_dist_upgrade.txt", func(b []byte) (any, error) { return ParseAptSimulate(b) }},
 	{"apt_list_upgradable.txt", func(b []byte) (any, error) { return ParseAptList(b) }},
+	{"apt_policy_held.txt", func(b []byte) (any, error) { return ParseAptPolicy(b) }},
 	{"dnf_rpm_qa.txt", func(b []byte) (any, error) { return ParseRPMQuery(b, "dnf") }},
 	{"dnf_list_upgradable.txt", func(b []byte) (any, error) { return NewDNF("dnf").ParseUpgradable(b) }},
 	{"dnf5_updateinfo.txt", func(b []byte) (any, error) { return ParseDNFUpdateinfo(b) }},

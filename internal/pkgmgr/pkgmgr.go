@@ -44,6 +44,46 @@ type Upgradable struct {
 	Candidate string `json:"candidate"`
 	Arch      string `json:"arch"`
 	Security  bool   `json:"security"` // the candidate comes from a security channel or advisory
+	// Held: the package is on hold, so upgrades keep it back (listed by
+	// a HoldLister; the upgrade simulation itself omits held packages).
+	Held bool `json:"held,omitempty"`
+}
+
+// HoldLister is a Manager that can list its held packages that have a
+// newer candidate: an upgrade keeps them back, so the upgrade listing
+// omits them, yet they are outdated.
+type HoldLister interface {
+	ListHeld() string
+	ParseHeld(out []byte) ([]Upgradable, error)
+}
+
+// AddHeld appends the held packages of held to inv.Upgradable (those not
+// listed already), taking a missing architecture from the installed
+// package of that name.
+func AddHeld(inv *Inventory, held []Upgradable) {
+	listed := make(map[string]bool, len(inv.Upgradable))
+	for _, u := range inv.Upgradable {
+		listed[u.Name+"\x00"+u.Arch] = true
+	}
+	arch := make(map[string]string, len(held))
+	for _, h := range held {
+		arch[h.Name] = ""
+	}
+	for _, p := range inv.Packages {
+		if a, ok := arch[p.Name]; ok && a == "" {
+			arch[p.Name] = p.Arch
+		}
+	}
+	for _, h := range held {
+		if h.Arch == "" {
+			h.Arch = arch[h.Name]
+		}
+		if !listed[h.Name+"\x00"+h.Arch] {
+			h.Held = true
+			inv.Upgradable = append(inv.Upgradable, h)
+			listed[h.Name+"\x00"+h.Arch] = true
+		}
+	}
 }
 
 // Inventory is what the refresh job stores per server.

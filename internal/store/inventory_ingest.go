@@ -467,9 +467,9 @@ func (s *Store) storeOutdated(ctx context.Context, ins []InventoryIngest) error 
 	if err := s.conn(ctx).Where("server_id IN ?", ids).Delete(&serverOutdatedRow{}).Error; err != nil {
 		return mapErr(err, "outdated packages")
 	}
-	return s.bulkInsert(ctx, "server_outdated", []string{"server_id", "name", "arch", "current", "candidate", "security"}, "", len(rows),
+	return s.bulkInsert(ctx, "server_outdated", []string{"server_id", "name", "arch", "current", "candidate", "security", "held"}, "", len(rows),
 		func(i int) []any {
 			u := rows[i]
-			return []any{owner[i], u.Name, u.Arch, u.Current, u.Candidate, u.Security}
+			return []any{owner[i], u.Name, u.Arch, u.Current, u.Candidate, u.Security, u.Held}
 		})
 }

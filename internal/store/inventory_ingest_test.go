@@ -32,7 +32,7 @@ func testInventory(id string, n int, version string) InventoryIngest {
 	at := time.Date(2026, 11, 22, 8, 0, 0, 0, time.UTC)
 	in := InventoryIngest{Facts: FactsRecord{ServerID: id, FactsJSON: []byte(`{"hostname":"h"}`), PackageManager: "apt",
 		Packages: n, Updates: 2, SecurityUpdates: 1, RootUsedPercent: 40, CollectedAt: at},
-		Outdated: []OutdatedRecord{{Name: "pkg0001", Arch: "amd64", Current: version, Candidate: "9", Security: true}, {Name: "pkg0002", Arch: "amd64", Current: version, Candidate: "9"}},
+		Outdated: []OutdatedRecord{{Name: "pkg0001", Arch: "amd64", Current: version, Candidate: "9", Security: true}, {Name: "pkg0002", Arch: "amd64", Current: version, Candidate: "9", Held: true}},
 		Storage:  []StorageSample{{Mount: "/", TakenAt: at, UsedBytes: 40, TotalBytes: 100}}}
 	for i := range n {
 		src := fmt.Sprintf("src%04d", i)
@@ -116,8 +116,8 @@ func TestIngestInventories(t *testing.T) {
 				if !reflect.DeepEqual(want, got) {
 					t.Fatalf("server %d: batch stored\n%+v\nsingle stored\n%+v", i, got, want)
 				}
-				if len(got.Packages) != sizes[i] || got.Samples != 1 || len(got.Outdated) != 2 {
-					t.Fatalf("server %d: %d packages, %d samples, %d outdated", i, len(got.Packages), got.Samples, len(got.Outdated))
+				if len(got.Packages) != sizes[i] || got.Samples != 1 || len(got.Outdated) != 2 || got.Outdated[0].Held || !got.Outdated[1].Held || !got.Outdated[0].Security {
+					t.Fatalf("server %d: %d packages, %d samples, outdated %+v", i, len(got.Packages), got.Samples, got.Outdated)
 				}
 				if sizes[i] > 0 && got.Packages[0].Source != "other" {
 					t.Fatalf("server %d: a duplicate key replaced its first occurrence: %+v", i, got.Packages[0])
@@ -308,6 +308,41 @@ func TestStatusBatchesNameTheirServers(t *testing.T) {
 			slices.Sort(want)
 			if !ok || !slices.Equal(ids, want) {
 				t.Fatalf("status batches: changed %v (ok %v), want %v and not %s", ids, ok, want, c)
+			}
+		})
+	}
+}
+
+// TestMigrateOutdatedHeld: a database from before inventory/006 gains the
+// held column, keeps its outdated rows (held false) and stores held ones.
+func TestMigrateOutdatedHeld(t *testing.T) {
+	for _, db := range testutil.Databases(t) {
+		t.Run(db.Name, func(t *testing.T) {
+			ctx := context.Background()
+			s, _ := openTest(t, db)
+			id := addTestServer(t, s, "held")
+			// Back to the shape before 006: no held column, 006 not recorded.
+			if err := s.db.Migrator().DropColumn(&serverOutdatedRow{}, "Held"); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.db.Exec("DELETE FROM schema_migrations WHERE id = ?", "inventory/006_outdated_held").Error; err != nil {
+				t.Fatal(err)
+			}
+			if err := s.db.Exec("INSERT INTO server_outdated (server_id, name, arch, current, candidate, security) VALUES (?, 'old', 'amd64', '1', '2', false)", id).Error; err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Migrate(ctx); err != nil {
+				t.Fatal(err)
+			}
+			got, err := s.ServerOutdated(ctx, SystemScope, id)
+			if err != nil || len(got) != 1 || got[0].Held || got[0].Candidate != "2" {
+				t.Fatalf("after 006: %+v %v", got, err)
+			}
+			if _, err := s.IngestInventory(ctx, testInventory(id, 5, "1.0")); err != nil {
+				t.Fatal(err)
+			}
+			if got, err = s.ServerOutdated(ctx, SystemScope, id); err != nil || len(got) != 2 || !got[1].Held {
+				t.Fatalf("held after ingest: %+v %v", got, err)
 			}
 		})
 	}

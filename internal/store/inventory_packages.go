@@ -25,6 +25,7 @@ type PackageRecord struct {
 type OutdatedRecord struct {
 	Name, Arch, Current, Candidate string
 	Security                       bool
+	Held                           bool // on hold: upgrades keep it back
 }
 
 // FactsRecord is the stored result of a refresh.
@@ -102,7 +103,7 @@ func (s *Store) ServerOutdated(ctx context.Context, sc Scope, id string) ([]Outd
 	}
 	out := make([]OutdatedRecord, len(rows))
 	for i, r := range rows {
-		out[i] = OutdatedRecord{Name: r.Name, Arch: r.Arch, Current: r.Current, Candidate: r.Candidate, Security: r.Security}
+		out[i] = OutdatedRecord{Name: r.Name, Arch: r.Arch, Current: r.Current, Candidate: r.Candidate, Security: r.Security, Held: r.Held}
 	}
 	return out, nil
 }

@@ -94,14 +94,17 @@ func (packageVersionRow) TableName() string { return "package_versions" }
 
 // serverOutdatedRow is one package with a newer candidate.
 type serverOutdatedRow struct {
-	ID        uint64    `gorm:"primaryKey;autoIncrement"`
-	ServerID  string    `gorm:"size:36;not null;index"`
-	Name      string    `gorm:"size:255;not null"`
-	Arch      string    `gorm:"size:32;not null;default:''"`
-	Current   string    `gorm:"size:255;not null;default:''"`
-	Candidate string    `gorm:"size:255;not null"`
-	Security  bool      `gorm:"not null;default:false"`
-	Server    serverRow `gorm:"foreignKey:ServerID;constraint:OnDelete:CASCADE"`
+	ID        uint64 `gorm:"primaryKey;autoIncrement"`
+	ServerID  string `gorm:"size:36;not null;index"`
+	Name      string `gorm:"size:255;not null"`
+	Arch      string `gorm:"size:32;not null;default:''"`
+	Current   string `gorm:"size:255;not null;default:''"`
+	Candidate string `gorm:"size:255;not null"`
+	Security  bool   `gorm:"not null;default:false"`
+	// Held: the package is on hold (apt-mark hold); an upgrade keeps it
+	// back until it is released (migration inventory/006).
+	Held   bool      `gorm:"not null;default:false"`
+	Server serverRow `gorm:"foreignKey:ServerID;constraint:OnDelete:CASCADE"`
 }
 
 func (serverOutdatedRow) TableName() string { return "server_outdated" }
@@ -356,4 +359,10 @@ var inventoryMigrations = []Migration{
 	}},
 	{ID: "inventory/004_clustered_packages", Up: migrateClusteredPackages},
 	{ID: "inventory/005_package_catalog", Up: migratePackageCatalog},
+	{ID: "inventory/006_outdated_held", Up: func(tx *gorm.DB) error {
+		if tx.Migrator().HasColumn(&serverOutdatedRow{}, "Held") { // created by 001 on a fresh database
+			return nil
+		}
+		return tx.Migrator().AddColumn(&serverOutdatedRow{}, "Held")
+	}},
 }

@@ -149,9 +149,10 @@ export function fleetFixtures(servers) {
     'GET ~/api/v1/servers/s-[0-9]+/storage-history': (req, url) => storageHistory(url.searchParams.get('mount') || '/'),
     'GET ~/api/v1/servers/s-[0-9]+/storage-volumes': storageVolumes(),
     'GET ~/api/v1/servers/s-[0-9]+/outdated-packages': [
-      { name: 'libssl3', installed_version: '3.0.11-1~deb12u2', candidate_version: '3.0.15-1~deb12u1', security: true },
-      { name: 'openssl', installed_version: '3.0.11-1~deb12u2', candidate_version: '3.0.15-1~deb12u1', security: true },
-      { name: 'tzdata', installed_version: '2024a-0+deb12u1', candidate_version: '2025b-0+deb12u1', security: false },
+      { name: 'libssl3', current: '3.0.11-1~deb12u2', candidate: '3.0.15-1~deb12u1', arch: 'amd64', security: true },
+      { name: 'openssl', current: '3.0.11-1~deb12u2', candidate: '3.0.15-1~deb12u1', arch: 'amd64', security: true },
+      { name: 'perl-base', current: '5.36.0-7+deb12u3', candidate: '5.36.0-7+deb12u4', arch: 'amd64', security: true, held: true },
+      { name: 'tzdata', current: '2024a-0+deb12u1', candidate: '2025b-0+deb12u1', arch: 'all', security: false },
     ],
     'GET /api/v1/announcements/visible': [],
     'GET /api/v1/users': [adminUser, { ...adminUser, id: 'u-mia', username: 'mia', first_name: 'Mia', last_name: 'Manager', email: 'mia@example.org', roles: ['manager'], totp_enabled: false, last_login_at: new Date(Date.now() - 3 * 3600e3).toISOString() },
