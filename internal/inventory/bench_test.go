@@ -12,6 +12,7 @@ import (
 	"github.com/lcmproject/lcm/internal/inventory"
 	"github.com/lcmproject/lcm/internal/pkgmgr"
 	"github.com/lcmproject/lcm/internal/testutil"
+	"github.com/lcmproject/lcm/internal/testutil/storetest"
 )
 
 // BenchmarkIngest1000x1500 ingests the package inventories of 1,000
@@ -41,7 +42,7 @@ func BenchmarkIngest1000x1500(b *testing.B) {
 			if url != "" {
 				url = testutil.PostgresURL(b) // the testing package may call this function again
 			}
-			st := openStore(b, url)
+			st := storetest.Open(b, url)
 			inv := inventory.New(st, inventory.Options{Log: quiet})
 			ids := make([]string, servers)
 			for j := range ids {

@@ -23,7 +23,6 @@ import (
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-func openStore(t testing.TB, url string) *store.Store { return storetest.Open(t, url) }
 
 func addServer(t testing.TB, st *store.Store, name string, groups ...string) string {
 	t.Helper()
@@ -80,7 +79,7 @@ func TestIngestAndReads(t *testing.T) {
 	for _, db := range testutil.Databases(t) {
 		t.Run(db.Name, func(t *testing.T) {
 			ctx := context.Background()
-			st := openStore(t, db.URL)
+			st := storetest.Open(t, db.URL)
 			stat := status.New(st, quiet)
 			inv := inventory.New(st, inventory.Options{Log: quiet, OnIngest: stat.RecomputeMany})
 			a, b := addServer(t, st, "alpha"), addServer(t, st, "beta")
@@ -175,7 +174,7 @@ func TestStorageHistoryAndForecast(t *testing.T) {
 	for _, db := range testutil.Databases(t) {
 		t.Run(db.Name, func(t *testing.T) {
 			ctx := context.Background()
-			st := openStore(t, db.URL)
+			st := storetest.Open(t, db.URL)
 			now := time.Date(2025, 5, 20, 10, 0, 0, 0, time.UTC)
 			clock := now
 			inv := inventory.New(st, inventory.Options{Log: quiet, Retention: 10 * 24 * time.Hour, Now: func() time.Time { return clock }})
@@ -229,7 +228,7 @@ func TestStorageSampleFeedsTrafficLight(t *testing.T) {
 	for _, db := range testutil.Databases(t) {
 		t.Run(db.Name, func(t *testing.T) {
 			ctx := context.Background()
-			st := openStore(t, db.URL)
+			st := storetest.Open(t, db.URL)
 			stat := status.New(st, quiet)
 			inv := inventory.New(st, inventory.Options{Log: quiet, OnIngest: stat.RecomputeMany})
 			id, fresh := addServer(t, st, "disk"), addServer(t, st, "never-refreshed")
@@ -317,7 +316,7 @@ func TestDeleteServerCascadesPackages(t *testing.T) {
 	for _, db := range testutil.Databases(t) {
 		t.Run(db.Name, func(t *testing.T) {
 			ctx := context.Background()
-			st := openStore(t, db.URL)
+			st := storetest.Open(t, db.URL)
 			inv := inventory.New(st, inventory.Options{Log: quiet})
 			id := addServer(t, st, "cascade")
 			keep := addServer(t, st, "keep")
@@ -364,7 +363,7 @@ func TestIngestJobs(t *testing.T) {
 	for _, db := range testutil.Databases(t) {
 		t.Run(db.Name, func(t *testing.T) {
 			ctx := context.Background()
-			st := openStore(t, db.URL)
+			st := storetest.Open(t, db.URL)
 			var mu sync.Mutex // IngestJobs may store two groups at once
 			var recomputed [][]string
 			inv := inventory.New(st, inventory.Options{Log: quiet, OnIngest: func(_ context.Context, ids []string) error {
