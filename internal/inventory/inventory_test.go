@@ -23,7 +23,6 @@ import (
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-
 func addServer(t testing.TB, st *store.Store, name string, groups ...string) string {
 	t.Helper()
 	srv, err := st.CreateServer(context.Background(), store.NewServer{Server: domain.Server{Name: name, Host: "192.0.2.10",
