@@ -1,0 +1,525 @@
+package alerts_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/lcmproject/lcm/internal/alerts"
+	"github.com/lcmproject/lcm/internal/domain"
+	"github.com/lcmproject/lcm/internal/notify"
+	"github.com/lcmproject/lcm/internal/store"
+	"github.com/lcmproject/lcm/internal/testutil"
+	"github.com/lcmproject/lcm/internal/testutil/storetest"
+)
+
+// receiver is a real HTTPS receiver with its own CA that verifies the
+// generic format's HMAC signature and can fail the first n requests or
+// answer slowly.
+type receiver struct {
+	srv     *httptest.Server
+	ca      *testutil.TestCA
+	secret  string
+	mu      sync.Mutex
+	got     []notify.GenericPayload
+	badSigs int
+	fail    int
+	delay   time.Duration
+}
+
+func newReceiver(t *testing.T, secret string) *receiver {
+	t.Helper()
+	r := &receiver{ca: testutil.NewTestCA(t), secret: secret}
+	r.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, _ := io.ReadAll(req.Body)
+		r.mu.Lock()
+		delay := r.delay
+		r.mu.Unlock()
+		if delay > 0 {
+			select {
+			case <-time.After(delay):
+			case <-req.Context().Done():
+				return
+			}
+		}
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		ts, _ := strconv.ParseInt(req.Header.Get(notify.HeaderTimestamp), 10, 64)
+		if !notify.VerifySignature(r.secret, ts, body, req.Header.Get(notify.HeaderSignature)) {
+			r.badSigs++
+			http.Error(w, "bad signature", http.StatusUnauthorized)
+			return
+		}
+		if r.fail > 0 {
+			r.fail--
+			http.Error(w, "receiver down for maintenance", http.StatusServiceUnavailable)
+			return
+		}
+		var p notify.GenericPayload
+		_ = json.Unmarshal(body, &p)
+		r.got = append(r.got, p)
+		_, _ = io.WriteString(w, `{"received":true}`)
+	}))
+	r.srv.TLS = &tls.Config{Certificates: []tls.Certificate{r.ca.ServerCert(t, "127.0.0.1")}}
+	r.srv.StartTLS()
+	t.Cleanup(r.srv.Close)
+	return r
+}
+
+func (r *receiver) payloads() []notify.GenericPayload {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]notify.GenericPayload(nil), r.got...)
+}
+
+type env struct {
+	st    *store.Store
+	svc   *alerts.Service
+	logs  *syncBuf
+	clock *clock
+	admin *domain.Principal
+}
+
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
+func (s *syncBuf) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) now() time.Time          { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) advance(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
+
+func newEnv(t *testing.T, url string, backoff []time.Duration) *env {
+	t.Helper()
+	st := storetest.Open(t, url)
+	logs := &syncBuf{}
+	c := &clock{t: time.Now().UTC()} // full precision: the repeat condition compares stored times
+	svc := alerts.New(st, alerts.Options{Log: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Backoff: backoff, Now: c.now})
+	t.Cleanup(svc.Close)
+	return &env{st: st, svc: svc, logs: logs, clock: c, admin: &domain.Principal{UserID: "admin", Username: "admin", Roles: []string{domain.RoleAdmin}}}
+}
+
+func (e *env) server(t *testing.T, name string, groups ...string) string {
+	t.Helper()
+	srv, err := e.st.CreateServer(context.Background(), store.NewServer{Server: domain.Server{Name: name, Host: "192.0.2.1", Port: 22,
+		Transport: domain.TransportSSH, Status: domain.ServerUnknown, AuthMethod: domain.AuthKey, HostKey: "k", Joined: true, GroupIDs: groups}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv.ID
+}
+
+func (e *env) unreachable(t *testing.T, id string, down bool) {
+	t.Helper()
+	n := 1
+	if down {
+		n = 2
+	}
+	for range n {
+		if err := e.st.RecordContact(context.Background(), id, !down, "connection refused", e.clock.now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func (e *env) webhook(t *testing.T, r *receiver, name string) alerts.Channel {
+	t.Helper()
+	ch, err := e.svc.CreateChannel(context.Background(), alerts.ChannelInput{Name: &name, Type: ptr(notify.TypeWebhook),
+		URL: ptr(r.srv.URL + "/hooks/secret-token-path"), CAPEM: &r.ca.CertPEM, SigningSecret: &r.secret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ch
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func (e *env) rule(t *testing.T, typ string, chans ...string) alerts.Rule {
+	t.Helper()
+	r, err := e.svc.CreateRule(context.Background(), e.admin, alerts.RuleInput{Name: ptr(typ + "-" + uuid.NewString()[:6]), Type: &typ,
+		AllServers: ptr(true), ChannelIDs: &chans, Severity: ptr(alerts.SeverityCritical)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func (e *env) evaluate(t *testing.T) alerts.Report {
+	t.Helper()
+	rep, err := e.svc.Evaluate(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+func (e *env) deliveries(t *testing.T, f store.AlertEventFilter) []store.AlertEvent {
+	t.Helper()
+	evs, err := e.svc.Events(context.Background(), e.admin, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return evs
+}
+
+func TestFireRepeatResolve(t *testing.T) {
+	for _, db := range testutil.Databases(t) {
+		t.Run(db.Name, func(t *testing.T) {
+			e := newEnv(t, db.URL, []time.Duration{10 * time.Millisecond})
+			r := newReceiver(t, "hmac-secret-for-tests")
+			ch := e.webhook(t, r, "ops-hook")
+			id := e.server(t, "web-1")
+			rule := e.rule(t, alerts.TypeServerUnreachable, ch.ID)
+			e.unreachable(t, id, true)
+
+			rep := e.evaluate(t)
+			if rep.Fired != 1 || rep.Open != 1 {
+				t.Fatalf("report %+v", rep)
+			}
+			testutil.WaitFor(t, 5*time.Second, "the firing notification", func() bool { return len(r.payloads()) == 1 })
+			p := r.payloads()[0]
+			if p.Type != "alert.firing" || p.Server == nil || p.Server.Name != "web-1" || p.Rule.ID != rule.ID || !strings.Contains(p.Message, "connection refused") {
+				t.Fatalf("payload %+v", p)
+			}
+			if rep := e.evaluate(t); rep.Fired+rep.Repeated+rep.Resolved != 0 {
+				t.Fatalf("second evaluation within the cooldown notified: %+v", rep)
+			}
+			e.clock.advance(alerts.DefaultCooldown)
+			if rep := e.evaluate(t); rep.Repeated != 1 {
+				t.Fatalf("no repeat after the default cooldown: %+v", rep)
+			}
+			e.unreachable(t, id, false)
+			if rep := e.evaluate(t); rep.Resolved != 1 || rep.Open != 0 {
+				t.Fatalf("no resolution: %+v", rep)
+			}
+			deadline := time.Now().Add(15 * time.Second)
+			for len(r.payloads()) < 3 && time.Now().Before(deadline) {
+				time.Sleep(20 * time.Millisecond)
+			}
+			time.Sleep(50 * time.Millisecond)
+			if n := len(r.payloads()); n != 3 {
+				t.Fatalf("%d notifications: %+v\nhistory: %+v", n, r.payloads(), e.deliveries(t, store.AlertEventFilter{}))
+			}
+			kinds := map[string]int{}
+			for _, p := range r.payloads() {
+				kinds[p.Type]++ // deliveries are asynchronous: any order
+			}
+			if kinds["alert.firing"] != 1 || kinds["alert.repeat"] != 1 || kinds["alert.resolved"] != 1 {
+				t.Fatalf("notifications %v", kinds)
+			}
+			if r.badSigs != 0 {
+				t.Fatalf("%d requests with a bad signature", r.badSigs)
+			}
+			if err := e.svc.DeleteChannel(context.Background(), ch.ID); err != nil {
+				t.Fatal(err)
+			}
+			if rules, _ := e.svc.ListRules(context.Background(), e.admin); len(rules) != 1 || len(rules[0].ChannelIDs) != 0 {
+				t.Fatalf("deleted channel still named by the rule: %+v", rules)
+			}
+			testutil.WaitFor(t, 5*time.Second, "deliveries stored as sent", func() bool {
+				evs := e.deliveries(t, store.AlertEventFilter{DeliveryStatus: store.DeliverySent})
+				return len(evs) == 3
+			})
+			evs := e.deliveries(t, store.AlertEventFilter{Kind: store.AlertResolved})
+			if len(evs) != 1 || evs[0].Deliveries[0].ChannelName != "ops-hook" || !strings.Contains(evs[0].Deliveries[0].Response, "received") {
+				t.Fatalf("history %+v", evs)
+			}
+			if len(e.deliveries(t, store.AlertEventFilter{Subject: "nope"})) != 0 {
+				t.Fatal("filter by server ignored")
+			}
+		})
+	}
+}
+
+func TestRetriesThenRecovers(t *testing.T) {
+	e := newEnv(t, "", []time.Duration{20 * time.Millisecond, 20 * time.Millisecond, 20 * time.Millisecond})
+	r := newReceiver(t, "k-0123456789")
+	r.fail = 2
+	ch := e.webhook(t, r, "flaky")
+	e.unreachable(t, e.server(t, "db-1"), true)
+	e.rule(t, alerts.TypeServerUnreachable, ch.ID)
+	e.evaluate(t)
+	var d store.AlertDelivery
+	testutil.WaitFor(t, 5*time.Second, "the delivery sent after retries", func() bool {
+		evs := e.deliveries(t, store.AlertEventFilter{})
+		if len(evs) == 1 && len(evs[0].Deliveries) == 1 {
+			d = evs[0].Deliveries[0]
+		}
+		return d.Status == store.DeliverySent
+	})
+	if d.Attempts != 3 || len(r.payloads()) != 1 {
+		t.Fatalf("delivery %+v, %d payloads", d, len(r.payloads()))
+	}
+	if !strings.Contains(e.logs.String(), "retrying") || !strings.Contains(e.logs.String(), "503") {
+		t.Fatalf("retries not logged:\n%s", e.logs.String())
+	}
+}
+
+func TestGivesUp(t *testing.T) {
+	e := newEnv(t, "", []time.Duration{5 * time.Millisecond, 5 * time.Millisecond})
+	r := newReceiver(t, "k-0123456789")
+	r.fail = 1000
+	ch := e.webhook(t, r, "dead")
+	e.unreachable(t, e.server(t, "db-2"), true)
+	e.rule(t, alerts.TypeServerUnreachable, ch.ID)
+	e.evaluate(t)
+	testutil.WaitFor(t, 5*time.Second, "the delivery given up", func() bool {
+		return len(e.deliveries(t, store.AlertEventFilter{DeliveryStatus: store.DeliveryGivenUp})) == 1
+	})
+	d := e.deliveries(t, store.AlertEventFilter{})[0].Deliveries[0]
+	if d.Attempts != 3 || !strings.Contains(d.LastError, "503") || !strings.Contains(d.Response, "maintenance") {
+		t.Fatalf("delivery %+v", d)
+	}
+}
+
+// A receiver that hangs delays neither the evaluation nor another channel.
+func TestSlowReceiverIsolated(t *testing.T) {
+	e := newEnv(t, "", []time.Duration{time.Second})
+	slow, fast := newReceiver(t, "slow-key-0123"), newReceiver(t, "fast-key-0123")
+	slow.delay = 4 * time.Second
+	cs, cf := e.webhook(t, slow, "slow"), e.webhook(t, fast, "fast")
+	for i := range 3 {
+		e.unreachable(t, e.server(t, "app-"+strconv.Itoa(i)), true)
+	}
+	e.rule(t, alerts.TypeServerUnreachable, cs.ID, cf.ID)
+	start := time.Now()
+	rep := e.evaluate(t)
+	if took := time.Since(start); took > time.Second || rep.Fired != 3 {
+		t.Fatalf("evaluation took %v, report %+v", took, rep)
+	}
+	testutil.WaitFor(t, 3*time.Second, "the fast channel's notifications", func() bool { return len(fast.payloads()) == 3 })
+	if n := len(slow.payloads()); n != 0 {
+		t.Fatalf("slow receiver answered %d already", n)
+	}
+}
+
+func TestRuleTypes(t *testing.T) {
+	e := newEnv(t, "", nil)
+	ctx := context.Background()
+	g, err := e.st.CreateGroup(ctx, domain.Group{Name: "prod"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, out := e.server(t, "in-group", g.ID), e.server(t, "outside")
+	for _, id := range []string{in, out} {
+		if err := e.st.SetFindings(ctx, id, []store.Finding{{CVE: "CVE-2026-0001", Package: "openssl", Severity: "high"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	scoped, err := e.svc.CreateRule(ctx, e.admin, alerts.RuleInput{Name: ptr("cve prod"), Type: ptr(alerts.TypeSecurityCVE), GroupIDs: &[]string{g.ID}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	critical, err := e.svc.CreateRule(ctx, e.admin, alerts.RuleInput{Name: ptr("cve critical"), Type: ptr(alerts.TypeSecurityCVE), AllServers: ptr(true),
+		Params: &alerts.Params{MinSeverity: "critical"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if scoped.Params.MinSeverity != "high" || scoped.Cooldown() != 360*time.Minute {
+		t.Fatalf("defaults not applied: %+v", scoped)
+	}
+	rep := e.evaluate(t)
+	if rep.Fired != 1 {
+		t.Fatalf("report %+v", rep)
+	}
+	evs := e.deliveries(t, store.AlertEventFilter{RuleID: scoped.ID})
+	if len(evs) != 1 || evs[0].Subject != in || evs[0].ServerName != "in-group" {
+		t.Fatalf("events %+v", evs)
+	}
+	if len(e.deliveries(t, store.AlertEventFilter{RuleID: critical.ID})) != 0 {
+		t.Fatal("critical rule fired on a high finding")
+	}
+	// A manager holding alerts:manage sees only rules of its groups.
+	u, err := e.st.CreateUser(ctx, store.NewUser{Username: "mia", Active: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mgr := &domain.Principal{UserID: u.ID, Username: "mia", Roles: []string{domain.RoleManager}}
+	if err := e.st.AddGroupManager(ctx, g.ID, mgr.UserID); err != nil {
+		t.Fatal(err)
+	}
+	rules, err := e.svc.ListRules(ctx, mgr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rules) != 1 || rules[0].ID != scoped.ID {
+		t.Fatalf("manager sees %+v", rules)
+	}
+	if _, err := e.svc.CreateRule(ctx, mgr, alerts.RuleInput{Name: ptr("all"), Type: ptr(alerts.TypeRebootRequired), AllServers: ptr(true)}); err == nil {
+		t.Fatal("manager created an all-servers rule")
+	}
+	evs, err = e.svc.Events(ctx, mgr, store.AlertEventFilter{})
+	if err != nil || len(evs) != 1 || evs[0].Subject != in {
+		t.Fatalf("manager's history %+v %v", evs, err)
+	}
+}
+
+func TestSecretsEncryptedAndMasked(t *testing.T) {
+	e := newEnv(t, "", nil)
+	ctx := context.Background()
+	r := newReceiver(t, "hmac-never-shown")
+	ch := e.webhook(t, r, "hook")
+	mailCh, err := e.svc.SaveSystemMail(ctx, alerts.ChannelInput{Host: ptr("127.0.0.1"), Username: ptr("u"), Password: ptr("smtp-pass-never-shown")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := e.svc.ListChannels(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := json.Marshal(list)
+	for _, s := range []string{"secret-token-path", "hmac-never-shown", "smtp-pass-never-shown"} {
+		if strings.Contains(string(body), s) {
+			t.Fatalf("listing shows %q: %s", s, body)
+		}
+	}
+	if !ch.URLSet || !ch.SigningSecretSet || !strings.HasSuffix(ch.URLMasked, "/…") || !mailCh.PasswordSet {
+		t.Fatalf("masks %+v %+v", ch, mailCh)
+	}
+	db, err := e.st.SQL()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := db.Query("SELECT config, secrets FROM notification_channels")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var cfg string
+		var sec []byte
+		if err := rows.Scan(&cfg, &sec); err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range []string{"secret-token-path", "hmac-never-shown", "smtp-pass-never-shown"} {
+			if strings.Contains(cfg, s) || bytes.Contains(sec, []byte(s)) {
+				t.Fatalf("%q stored in plain text", s)
+			}
+		}
+	}
+	mc, err := e.svc.SystemMailConfig(ctx)
+	if err != nil || mc.Password != "smtp-pass-never-shown" || mc.Host != "127.0.0.1" {
+		t.Fatalf("system mail config %+v %v", mc, err)
+	}
+	res, err := e.svc.TestChannel(ctx, ch.ID, "admin")
+	if err != nil || !res.OK {
+		t.Fatalf("test send %+v %v", res, err)
+	}
+	if strings.Contains(e.logs.String(), "secret-token-path") || strings.Contains(e.logs.String(), "hmac-never-shown") {
+		t.Fatal("a secret reached the log")
+	}
+}
+
+func TestImportMailConfig(t *testing.T) {
+	e := newEnv(t, "", nil)
+	ctx := context.Background()
+	sink := testutil.StartSMTPSinkWith(t, testutil.SMTPSinkOptions{STARTTLS: true, User: "mailer", Password: "from-config-json"})
+	cfg := mailConfig(sink.Port)
+	ok, err := e.svc.ImportMailConfig(ctx, cfg)
+	if err != nil || !ok {
+		t.Fatalf("import %v %v", ok, err)
+	}
+	if ok, _ := e.svc.ImportMailConfig(ctx, cfg); ok {
+		t.Fatal("imported twice")
+	}
+	// The CA of the sink is private: set it like an operator would.
+	if _, err := e.svc.SaveSystemMail(ctx, alerts.ChannelInput{CAPEM: &sink.CAPEM}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.svc.TestSystemMail(ctx, "someone@example.test", "admin")
+	if err != nil || !res.OK {
+		t.Fatalf("test mail %+v %v", res, err)
+	}
+	if m := sink.WaitFor(t, "someone@example.test", 5*time.Second); !m.TLS || m.User != "mailer" {
+		t.Fatalf("mail %+v", m)
+	}
+}
+
+// TestSecretsSurviveKeyRotation: the channel secrets column is in the
+// rotation registry; after rotate-db-key they still open.
+func TestSecretsSurviveKeyRotation(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	st := storetest.OpenIn(t, "", dir)
+	svc := alerts.New(st, alerts.Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	t.Cleanup(svc.Close)
+	if _, err := svc.SaveSystemMail(ctx, alerts.ChannelInput{Host: ptr("mail.example.test"), Username: ptr("u"), Password: ptr("rotate-me-pass")}); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, c := range store.EncryptedColumns() {
+		found = found || (c.Table == "notification_channels" && c.Column == "secrets")
+	}
+	if !found {
+		t.Fatal("notification_channels.secrets is not in the rotation registry")
+	}
+	stats, err := st.RotateMasterKey(ctx, dir)
+	if err != nil || stats.Fields < 1 {
+		t.Fatalf("rotate: %+v %v", stats, err)
+	}
+	kr, _, err := st.ResolveMasterKey(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.SetKeyring(kr)
+	mc, err := svc.SystemMailConfig(ctx)
+	if err != nil || mc.Password != "rotate-me-pass" {
+		t.Fatalf("after rotation: %+v %v", mc, err)
+	}
+}
+
+// TestStaleDeliveryResumed: a replica stops while a delivery hangs; the
+// next evaluation elsewhere, once the lease and the stale time ran out,
+// sends it once.
+func TestStaleDeliveryResumed(t *testing.T) {
+	e := newEnv(t, "", []time.Duration{time.Hour})
+	r := newReceiver(t, "resume-key-0123")
+	r.delay = 30 * time.Second
+	ch := e.webhook(t, r, "resumed")
+	e.unreachable(t, e.server(t, "cache-1"), true)
+	e.rule(t, alerts.TypeServerUnreachable, ch.ID)
+	e.evaluate(t)
+	time.Sleep(200 * time.Millisecond) // the attempt hangs at the receiver
+	e.svc.Close()                      // the replica stops: the delivery stays pending
+	if d := e.deliveries(t, store.AlertEventFilter{})[0].Deliveries[0]; d.Status != store.DeliveryPending {
+		t.Fatalf("delivery after the stop: %+v", d)
+	}
+	r.mu.Lock()
+	r.delay = 0
+	r.mu.Unlock()
+	other := alerts.New(e.st, alerts.Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: func() time.Time { return e.clock.now().Add(5 * time.Minute) }}) // lease (2 min) + stale (2 min) passed
+	t.Cleanup(other.Close)
+	if _, err := other.Evaluate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 5*time.Second, "the resumed delivery", func() bool {
+		return len(e.deliveries(t, store.AlertEventFilter{DeliveryStatus: store.DeliverySent})) == 1
+	})
+	if _, err := other.Evaluate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if n := len(r.payloads()); n != 1 {
+		t.Fatalf("%d deliveries received, want 1", n)
+	}
+}

@@ -1,0 +1,130 @@
+// Package alerts evaluates alert rules over the fleet and notifies through
+// notification channels (internal/notify). The leader evaluates every 30
+// minutes (schedule task "alert_check"); events that change the answer (a
+// job finished, a server became unreachable, a scan stored findings) call
+// Trigger, which evaluates at once on the replica that saw them. Opening,
+// repeating and resolving an alert are conditional writes (store
+// RecordTransition), so replicas evaluating together notify once.
+//
+//	(none) ──condition true──▶ open ──condition false──▶ (none)
+//	         firing event        │   resolved event
+//	                             └─still true after cooldown: repeat event
+//
+// Deliveries run asynchronously, one goroutine per delivery, at most
+// perChannel at once per channel, with retries and backoff: a slow or dead
+// receiver delays neither the evaluation nor other channels.
+package alerts
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/lcmproject/lcm/internal/store"
+)
+
+// Options configure a Service.
+type Options struct {
+	Log *slog.Logger
+	// Backoff is the wait before each retry; a delivery is given up after
+	// len(Backoff)+1 attempts. Nil: DefaultBackoff.
+	Backoff []time.Duration
+	// Fleet reports the fleet-wide facts (vulnerability database age, last
+	// system backup). Nil: unknown, those rules never fire.
+	Fleet func(ctx context.Context) (FleetState, error)
+	// Now is the clock (nil: time.Now).
+	Now func() time.Time
+	// Debounce groups triggers arriving together into one evaluation
+	// (0: DefaultDebounce).
+	Debounce time.Duration
+}
+
+// DefaultBackoff: the first retry soon (a restarting receiver), then
+// longer waits; five attempts over about 45 minutes, then given up.
+var DefaultBackoff = []time.Duration{30 * time.Second, 2 * time.Minute, 10 * time.Minute, 30 * time.Minute}
+
+// DefaultDebounce: a fleet refresh finishes hundreds of jobs within
+// seconds; one evaluation after them is enough.
+const DefaultDebounce = 2 * time.Second
+
+// perChannel bounds concurrent deliveries per channel, so one slow
+// receiver holds at most this many goroutines busy and never blocks other
+// channels.
+const perChannel = 4
+
+// Service is the alerts area.
+type Service struct {
+	store *store.Store
+	log   *slog.Logger
+	o     Options
+	now   func() time.Time
+
+	trigger chan struct{}
+	evalMu  sync.Mutex // one evaluation at a time per replica
+
+	ctx    context.Context // deliveries' lifetime; Close cancels it
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	semMu  sync.Mutex
+	sems   map[string]chan struct{}
+	// flight holds the deliveries this replica is working on, so the
+	// stale-delivery resume never sends one twice.
+	flightMu sync.Mutex
+	flight   map[string]bool
+}
+
+// New returns the service. Close stops its deliveries.
+func New(st *store.Store, o Options) *Service {
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	if o.Backoff == nil {
+		o.Backoff = DefaultBackoff
+	}
+	if o.Debounce <= 0 {
+		o.Debounce = DefaultDebounce
+	}
+	now := o.Now
+	if now == nil {
+		now = func() time.Time { return time.Now().UTC() }
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Service{store: st, log: o.Log, o: o, now: now, trigger: make(chan struct{}, 1), ctx: ctx, cancel: cancel,
+		sems: map[string]chan struct{}{}, flight: map[string]bool{}}
+}
+
+// Close stops pending deliveries (they resume from the store later) and
+// waits for running ones to end.
+func (s *Service) Close() {
+	s.cancel()
+	s.wg.Wait()
+}
+
+// Trigger asks for an evaluation soon (event hooks); it never blocks.
+func (s *Service) Trigger() {
+	select {
+	case s.trigger <- struct{}{}:
+	default:
+	}
+}
+
+// Run serves triggers until ctx ends: each burst of triggers is one
+// evaluation after Debounce.
+func (s *Service) Run(ctx context.Context) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-s.trigger:
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(s.o.Debounce):
+		}
+		if _, err := s.Evaluate(ctx); err != nil && ctx.Err() == nil {
+			s.log.Warn("alert evaluation after an event failed", "err", err)
+		}
+	}
+}

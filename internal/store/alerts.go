@@ -1,0 +1,543 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"gorm.io/gorm/clause"
+
+	"github.com/lcmproject/lcm/internal/domain"
+)
+
+// NotificationChannel is a stored channel. Config and Secrets are JSON
+// documents the alerts area defines; Secrets is encrypted at rest.
+type NotificationChannel struct {
+	ID        string
+	Name      string
+	Type      string
+	Enabled   bool
+	System    bool
+	Config    []byte
+	Secrets   []byte
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+func channelOf(r notificationChannelRow) NotificationChannel {
+	return NotificationChannel{ID: r.ID, Name: r.Name, Type: r.Type, Enabled: r.Enabled, System: r.System,
+		Config: []byte(r.Config), Secrets: []byte(r.Secrets), CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC()}
+}
+
+// ListChannels returns every channel, by name.
+func (s *Store) ListChannels(ctx context.Context) ([]NotificationChannel, error) {
+	var rows []notificationChannelRow
+	if err := s.conn(ctx).Order("name").Find(&rows).Error; err != nil {
+		return nil, mapErr(err, "notification channels")
+	}
+	out := make([]NotificationChannel, len(rows))
+	for i, r := range rows {
+		out[i] = channelOf(r)
+	}
+	return out, nil
+}
+
+// GetChannel returns one channel.
+func (s *Store) GetChannel(ctx context.Context, id string) (NotificationChannel, error) {
+	var r notificationChannelRow
+	if err := s.conn(ctx).Where("id = ?", id).First(&r).Error; err != nil {
+		return NotificationChannel{}, mapErr(err, "notification channel")
+	}
+	return channelOf(r), nil
+}
+
+// SystemChannel returns the managed system mail channel; false when it
+// was never configured.
+func (s *Store) SystemChannel(ctx context.Context) (NotificationChannel, bool, error) {
+	var rows []notificationChannelRow
+	if err := s.conn(ctx).Where("system = ?", true).Limit(1).Find(&rows).Error; err != nil {
+		return NotificationChannel{}, false, mapErr(err, "notification channel")
+	}
+	if len(rows) == 0 {
+		return NotificationChannel{}, false, nil
+	}
+	return channelOf(rows[0]), true, nil
+}
+
+// SaveChannel inserts (empty ID) or replaces a channel and returns it.
+func (s *Store) SaveChannel(ctx context.Context, c NotificationChannel) (NotificationChannel, error) {
+	now := time.Now().UTC()
+	row := notificationChannelRow{ID: c.ID, Name: c.Name, Type: c.Type, Enabled: c.Enabled, System: c.System,
+		Config: string(c.Config), Secrets: string(c.Secrets), CreatedAt: c.CreatedAt, UpdatedAt: now}
+	db := s.conn(ctx)
+	if row.ID == "" {
+		row.ID, row.CreatedAt = uuid.NewString(), now
+		if err := db.Create(&row).Error; err != nil {
+			return NotificationChannel{}, mapErr(err, "notification channel")
+		}
+		return channelOf(row), nil
+	}
+	res := db.Model(&row).Select("*").Omit("id", "created_at").Where("id = ?", row.ID).Updates(&row)
+	if res.Error != nil {
+		return NotificationChannel{}, mapErr(res.Error, "notification channel")
+	}
+	if res.RowsAffected == 0 {
+		return NotificationChannel{}, domain.NotFound("notification channel")
+	}
+	return s.GetChannel(ctx, row.ID)
+}
+
+// DeleteChannel removes a channel.
+func (s *Store) DeleteChannel(ctx context.Context, id string) error {
+	res := s.conn(ctx).Where("id = ?", id).Delete(&notificationChannelRow{})
+	if res.Error != nil {
+		return mapErr(res.Error, "notification channel")
+	}
+	if res.RowsAffected == 0 {
+		return domain.NotFound("notification channel")
+	}
+	return nil
+}
+
+// AlertRule is a stored rule; Params is the type's JSON parameters.
+type AlertRule struct {
+	ID              string
+	Name            string
+	Type            string
+	Enabled         bool
+	Severity        string
+	AllServers      bool
+	GroupIDs        []string
+	ChannelIDs      []string
+	Params          []byte
+	CooldownMinutes int
+	CreatedBy       string
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
+}
+
+func ruleOf(r alertRuleRow) AlertRule {
+	out := AlertRule{ID: r.ID, Name: r.Name, Type: r.Type, Enabled: r.Enabled, Severity: r.Severity, AllServers: r.AllServers,
+		Params: []byte(r.Params), CooldownMinutes: r.CooldownMinutes, CreatedBy: r.CreatedBy,
+		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(), GroupIDs: []string{}, ChannelIDs: []string{}}
+	_ = json.Unmarshal([]byte(r.GroupIDs), &out.GroupIDs)
+	_ = json.Unmarshal([]byte(r.ChannelIDs), &out.ChannelIDs)
+	return out
+}
+
+func jsonList(v []string) string {
+	if v == nil {
+		v = []string{}
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// ListAlertRules returns every rule, by name.
+func (s *Store) ListAlertRules(ctx context.Context) ([]AlertRule, error) {
+	var rows []alertRuleRow
+	if err := s.conn(ctx).Order("name").Find(&rows).Error; err != nil {
+		return nil, mapErr(err, "alert rules")
+	}
+	out := make([]AlertRule, len(rows))
+	for i, r := range rows {
+		out[i] = ruleOf(r)
+	}
+	return out, nil
+}
+
+// GetAlertRule returns one rule.
+func (s *Store) GetAlertRule(ctx context.Context, id string) (AlertRule, error) {
+	var r alertRuleRow
+	if err := s.conn(ctx).Where("id = ?", id).First(&r).Error; err != nil {
+		return AlertRule{}, mapErr(err, "alert rule")
+	}
+	return ruleOf(r), nil
+}
+
+// SaveAlertRule inserts (empty ID) or replaces a rule and returns it.
+func (s *Store) SaveAlertRule(ctx context.Context, a AlertRule) (AlertRule, error) {
+	now := time.Now().UTC()
+	params := string(a.Params)
+	if params == "" {
+		params = "{}"
+	}
+	row := alertRuleRow{ID: a.ID, Name: a.Name, Type: a.Type, Enabled: a.Enabled, Severity: a.Severity, AllServers: a.AllServers,
+		GroupIDs: jsonList(a.GroupIDs), ChannelIDs: jsonList(a.ChannelIDs), Params: params, CooldownMinutes: a.CooldownMinutes,
+		CreatedBy: a.CreatedBy, CreatedAt: a.CreatedAt, UpdatedAt: now}
+	db := s.conn(ctx)
+	if row.ID == "" {
+		row.ID, row.CreatedAt = uuid.NewString(), now
+		if err := db.Create(&row).Error; err != nil {
+			return AlertRule{}, mapErr(err, "alert rule")
+		}
+		return ruleOf(row), nil
+	}
+	res := db.Model(&row).Select("*").Omit("id", "created_at", "created_by").Where("id = ?", row.ID).Updates(&row)
+	if res.Error != nil {
+		return AlertRule{}, mapErr(res.Error, "alert rule")
+	}
+	if res.RowsAffected == 0 {
+		return AlertRule{}, domain.NotFound("alert rule")
+	}
+	return s.GetAlertRule(ctx, row.ID)
+}
+
+// DeleteAlertRule removes a rule and its open alerts (its history stays).
+func (s *Store) DeleteAlertRule(ctx context.Context, id string) error {
+	return s.InTx(ctx, func(tx *Store) error {
+		db := tx.conn(ctx)
+		res := db.Where("id = ?", id).Delete(&alertRuleRow{})
+		if res.Error != nil {
+			return mapErr(res.Error, "alert rule")
+		}
+		if res.RowsAffected == 0 {
+			return domain.NotFound("alert rule")
+		}
+		return mapErr(db.Where("rule_id = ?", id).Delete(&alertOpenRow{}).Error, "open alerts")
+	})
+}
+
+// OpenAlert is an alert firing now.
+type OpenAlert struct {
+	RuleID         string
+	Subject        string
+	OpenedAt       time.Time
+	LastNotifiedAt time.Time
+	Message        string
+}
+
+// OpenAlerts returns the firing alerts, keyed by rule id then subject.
+func (s *Store) OpenAlerts(ctx context.Context) (map[string]map[string]OpenAlert, error) {
+	var rows []alertOpenRow
+	if err := s.conn(ctx).Find(&rows).Error; err != nil {
+		return nil, mapErr(err, "open alerts")
+	}
+	out := map[string]map[string]OpenAlert{}
+	for _, r := range rows {
+		if out[r.RuleID] == nil {
+			out[r.RuleID] = map[string]OpenAlert{}
+		}
+		out[r.RuleID][r.Subject] = OpenAlert{RuleID: r.RuleID, Subject: r.Subject, OpenedAt: r.OpenedAt.UTC(),
+			LastNotifiedAt: r.LastNotifiedAt.UTC(), Message: r.Message}
+	}
+	return out, nil
+}
+
+// AlertEvent is one entry of the alert history.
+type AlertEvent struct {
+	ID         string
+	RuleID     string
+	RuleName   string
+	RuleType   string
+	Subject    string
+	ServerName string
+	Kind       string
+	Severity   string
+	Message    string
+	CreatedAt  time.Time
+	Deliveries []AlertDelivery
+}
+
+// AlertDelivery is the delivery of an event through one channel.
+type AlertDelivery struct {
+	ID            string
+	EventID       string
+	ChannelID     string
+	ChannelName   string
+	Status        string
+	Attempts      int
+	LastError     string
+	Response      string
+	NextAttemptAt *time.Time
+	UpdatedAt     time.Time
+}
+
+// Transition kinds an event records.
+const (
+	AlertFiring   = "firing"
+	AlertRepeat   = "repeat"
+	AlertResolved = "resolved"
+)
+
+// Transition is one state change of an alert for RecordTransitions:
+// the event to record, the LastNotifiedAt the caller read (repeat) and the
+// channels to deliver through.
+type Transition struct {
+	Event        AlertEvent
+	PrevNotified time.Time
+	Channels     []NotificationChannel
+}
+
+// RecordTransition records one transition (RecordTransitions).
+func (s *Store) RecordTransition(ctx context.Context, ev AlertEvent, prevNotified time.Time, channels []NotificationChannel) (AlertEvent, bool, error) {
+	out, err := s.RecordTransitions(ctx, []Transition{{Event: ev, PrevNotified: prevNotified, Channels: channels}})
+	if err != nil || len(out) == 0 {
+		return AlertEvent{}, false, err
+	}
+	return out[0], true, nil
+}
+
+// RecordTransitions applies state changes of alerts and records each
+// one's event with a pending delivery per channel, in one transaction. Each
+// change is conditional, so replicas evaluating at the same moment notify
+// once: firing inserts the open alert (nothing when it is open already),
+// repeat moves LastNotifiedAt only from the value the caller saw, resolved
+// deletes the open alert (nothing when another replica did). It returns the
+// events this caller made, with their deliveries.
+func (s *Store) RecordTransitions(ctx context.Context, ts []Transition) ([]AlertEvent, error) {
+	var made []AlertEvent
+	err := s.InTx(ctx, func(tx *Store) error {
+		made = made[:0]
+		db := tx.conn(ctx)
+		for _, t := range ts {
+			ev := t.Event
+			now := ev.CreatedAt.UTC()
+			ev.ID = uuid.NewString()
+			var n int64
+			switch ev.Kind {
+			case AlertFiring:
+				res := db.Clauses(clause.OnConflict{DoNothing: true}).Create(&alertOpenRow{RuleID: ev.RuleID, Subject: ev.Subject,
+					OpenedAt: now, LastNotifiedAt: now, Message: ev.Message})
+				if res.Error != nil {
+					return res.Error
+				}
+				n = res.RowsAffected
+			case AlertRepeat:
+				res := db.Model(&alertOpenRow{}).Where("rule_id = ? AND subject = ? AND last_notified_at = ?", ev.RuleID, ev.Subject, t.PrevNotified.UTC()).
+					Updates(map[string]any{"last_notified_at": now, "message": ev.Message})
+				if res.Error != nil {
+					return res.Error
+				}
+				n = res.RowsAffected
+			case AlertResolved:
+				res := db.Where("rule_id = ? AND subject = ?", ev.RuleID, ev.Subject).Delete(&alertOpenRow{})
+				if res.Error != nil {
+					return res.Error
+				}
+				n = res.RowsAffected
+			default:
+				return fmt.Errorf("store: unknown alert transition %q", ev.Kind)
+			}
+			if n == 0 {
+				continue
+			}
+			if err := db.Create(&alertEventRow{ID: ev.ID, RuleID: ev.RuleID, RuleName: ev.RuleName, RuleType: ev.RuleType, Subject: ev.Subject,
+				ServerName: ev.ServerName, Kind: ev.Kind, Severity: ev.Severity, Message: ev.Message, CreatedAt: now}).Error; err != nil {
+				return err
+			}
+			ev.CreatedAt = now
+			ev.Deliveries = nil
+			for _, c := range t.Channels {
+				d := alertDeliveryRow{ID: uuid.NewString(), EventID: ev.ID, ChannelID: c.ID, ChannelName: c.Name, Status: DeliveryPending,
+					NextAttemptAt: &now, UpdatedAt: now}
+				if err := db.Create(&d).Error; err != nil {
+					return err
+				}
+				ev.Deliveries = append(ev.Deliveries, deliveryOf(d))
+			}
+			made = append(made, ev)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, mapErr(err, "alert event")
+	}
+	return made, nil
+}
+
+// Delivery states.
+const (
+	DeliveryPending  = "pending"
+	DeliverySent     = "sent"
+	DeliveryRetrying = "retrying"
+	DeliveryGivenUp  = "given_up"
+)
+
+func deliveryOf(r alertDeliveryRow) AlertDelivery {
+	d := AlertDelivery{ID: r.ID, EventID: r.EventID, ChannelID: r.ChannelID, ChannelName: r.ChannelName, Status: r.Status,
+		Attempts: r.Attempts, LastError: r.LastError, Response: r.Response, UpdatedAt: r.UpdatedAt.UTC()}
+	if r.NextAttemptAt != nil {
+		t := r.NextAttemptAt.UTC()
+		d.NextAttemptAt = &t
+	}
+	return d
+}
+
+// UpdateDelivery stores the outcome of a delivery attempt.
+func (s *Store) UpdateDelivery(ctx context.Context, d AlertDelivery) error {
+	return mapErr(s.conn(ctx).Model(&alertDeliveryRow{}).Where("id = ?", d.ID).Updates(map[string]any{
+		"status": d.Status, "attempts": d.Attempts, "last_error": d.LastError, "response": d.Response,
+		"next_attempt_at": d.NextAttemptAt, "updated_at": time.Now().UTC()}).Error, "alert delivery")
+}
+
+// ClaimStaleDeliveries returns deliveries still pending or retrying whose
+// next attempt is due before cutoff (their replica died or restarted) and
+// moves their next attempt to until, so one caller resumes each. skip
+// leaves out deliveries the caller is still working on.
+func (s *Store) ClaimStaleDeliveries(ctx context.Context, cutoff, until time.Time, skip func(id string) bool) ([]AlertDelivery, error) {
+	var rows []alertDeliveryRow
+	if err := s.conn(ctx).Where("status IN ? AND next_attempt_at < ?", []string{DeliveryPending, DeliveryRetrying}, cutoff.UTC()).
+		Limit(500).Find(&rows).Error; err != nil {
+		return nil, mapErr(err, "alert deliveries")
+	}
+	var out []AlertDelivery
+	for _, r := range rows {
+		if skip != nil && skip(r.ID) {
+			continue
+		}
+		res := s.conn(ctx).Model(&alertDeliveryRow{}).Where("id = ? AND next_attempt_at = ?", r.ID, r.NextAttemptAt).
+			Update("next_attempt_at", until.UTC())
+		if res.Error != nil {
+			return nil, mapErr(res.Error, "alert deliveries")
+		}
+		if res.RowsAffected == 1 {
+			out = append(out, deliveryOf(r))
+		}
+	}
+	return out, nil
+}
+
+// GetAlertEvent returns one event with its deliveries.
+func (s *Store) GetAlertEvent(ctx context.Context, id string) (AlertEvent, error) {
+	evs, err := s.ListAlertEvents(ctx, AlertEventFilter{ID: id, Limit: 1})
+	if err != nil {
+		return AlertEvent{}, err
+	}
+	if len(evs) == 0 {
+		return AlertEvent{}, domain.NotFound("alert event")
+	}
+	return evs[0], nil
+}
+
+// AlertEventFilter narrows the history; zero fields match everything.
+// ServerIDs, when not nil, restricts to those subjects (scoping).
+type AlertEventFilter struct {
+	ID             string
+	RuleID         string
+	Subject        string
+	Kind           string
+	Severity       string
+	DeliveryStatus string
+	Since, Until   time.Time
+	ServerIDs      []string
+	Limit, Offset  int
+}
+
+// ListAlertEvents returns events newest first, with their deliveries.
+func (s *Store) ListAlertEvents(ctx context.Context, f AlertEventFilter) ([]AlertEvent, error) {
+	q := s.conn(ctx).Model(&alertEventRow{})
+	if f.ID != "" {
+		q = q.Where("id = ?", f.ID)
+	}
+	if f.RuleID != "" {
+		q = q.Where("rule_id = ?", f.RuleID)
+	}
+	if f.Subject != "" {
+		q = q.Where("subject = ?", f.Subject)
+	}
+	if f.Kind != "" {
+		q = q.Where("kind = ?", f.Kind)
+	}
+	if f.Severity != "" {
+		q = q.Where("severity = ?", f.Severity)
+	}
+	if !f.Since.IsZero() {
+		q = q.Where("created_at >= ?", f.Since.UTC())
+	}
+	if !f.Until.IsZero() {
+		q = q.Where("created_at < ?", f.Until.UTC())
+	}
+	if f.ServerIDs != nil {
+		q = q.Where("subject IN ?", append([]string{""}, f.ServerIDs...))
+	}
+	if f.DeliveryStatus != "" {
+		q = q.Where("id IN (SELECT event_id FROM alert_deliveries WHERE status = ?)", f.DeliveryStatus)
+	}
+	limit := f.Limit
+	if limit <= 0 || limit > 500 {
+		limit = 100
+	}
+	var rows []alertEventRow
+	if err := q.Order("created_at DESC, id").Limit(limit).Offset(max(f.Offset, 0)).Find(&rows).Error; err != nil {
+		return nil, mapErr(err, "alert events")
+	}
+	out := make([]AlertEvent, len(rows))
+	idx := map[string]int{}
+	ids := make([]string, len(rows))
+	for i, r := range rows {
+		out[i] = AlertEvent{ID: r.ID, RuleID: r.RuleID, RuleName: r.RuleName, RuleType: r.RuleType, Subject: r.Subject,
+			ServerName: r.ServerName, Kind: r.Kind, Severity: r.Severity, Message: r.Message, CreatedAt: r.CreatedAt.UTC(),
+			Deliveries: []AlertDelivery{}}
+		idx[r.ID], ids[i] = i, r.ID
+	}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	var ds []alertDeliveryRow
+	if err := s.conn(ctx).Where("event_id IN ?", ids).Order("channel_name").Find(&ds).Error; err != nil {
+		return nil, mapErr(err, "alert deliveries")
+	}
+	for _, d := range ds {
+		i := idx[d.EventID]
+		out[i].Deliveries = append(out[i].Deliveries, deliveryOf(d))
+	}
+	return out, nil
+}
+
+// GroupServerIDs returns each server's group ids (servers without a group
+// are absent).
+func (s *Store) GroupServerIDs(ctx context.Context) (map[string][]string, error) {
+	var rows []groupServerRow
+	if err := s.conn(ctx).Omit("Group", "Server").Find(&rows).Error; err != nil {
+		return nil, mapErr(err, "group servers")
+	}
+	out := map[string][]string{}
+	for _, r := range rows {
+		out[r.ServerID] = append(out[r.ServerID], r.GroupID)
+	}
+	return out, nil
+}
+
+// ManagedGroupIDs returns the ids of the groups a user manages.
+func (s *Store) ManagedGroupIDs(ctx context.Context, userID string) ([]string, error) {
+	var ids []string
+	if err := s.conn(ctx).Model(&groupManagerRow{}).Where("user_id = ?", userID).Pluck("group_id", &ids).Error; err != nil {
+		return nil, mapErr(err, "group managers")
+	}
+	return ids, nil
+}
+
+// RootStorageDays returns the daily aggregates of "/" since a day
+// (YYYY-MM-DD) for the given servers, oldest first, keyed by server.
+func (s *Store) RootStorageDays(ctx context.Context, ids []string, sinceDay string) (map[string][]StorageDay, error) {
+	out := map[string][]StorageDay{}
+	for lo := 0; lo < len(ids); lo += ingestBatch {
+		var rows []storageDailyRow
+		if err := s.conn(ctx).Omit("Server").Where("server_id IN ? AND mount = ? AND day >= ?", ids[lo:min(lo+ingestBatch, len(ids))], "/", sinceDay).
+			Order("server_id, day").Find(&rows).Error; err != nil {
+			return nil, mapErr(err, "storage daily")
+		}
+		for _, d := range rows {
+			out[d.ServerID] = append(out[d.ServerID], StorageDay{Day: d.Day, AvgUsed: d.AvgUsed, MaxUsed: d.MaxUsed, TotalBytes: d.TotalBytes, Samples: d.Samples})
+		}
+	}
+	return out, nil
+}
+
+// ServerNames returns the names of the given servers (system scope).
+func (s *Store) ServerNames(ctx context.Context, ids []string) (map[string]string, error) {
+	out := map[string]string{}
+	for lo := 0; lo < len(ids); lo += ingestBatch {
+		var rows []serverRow
+		if err := s.conn(ctx).Select("id", "name").Where("id IN ?", ids[lo:min(lo+ingestBatch, len(ids))]).Find(&rows).Error; err != nil {
+			return nil, mapErr(err, "servers")
+		}
+		for _, r := range rows {
+			out[r.ID] = r.Name
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,102 @@
+package store
+
+import (
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// Rows of the alerts area (issue 17): notification channels, alert rules,
+// the open alerts, the alert events (history) and their deliveries.
+
+// notificationChannelRow is one channel. Config holds the non-secret
+// settings as JSON; Secrets holds the secret ones (SMTP password, webhook
+// URL, tokens, HMAC key) as encrypted JSON.
+type notificationChannelRow struct {
+	ID        string `gorm:"primaryKey;size:36"`
+	Name      string `gorm:"size:100;not null;uniqueIndex"`
+	Type      string `gorm:"size:16;not null"`
+	Enabled   bool   `gorm:"not null"`
+	System    bool   `gorm:"not null;default:false"`
+	Config    string `gorm:"type:text;not null"`
+	Secrets   string `gorm:"column:secrets;serializer:secret;type:bytes"`
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+func (notificationChannelRow) TableName() string { return "notification_channels" }
+
+// alertRuleRow is one rule; GroupIDs, ChannelIDs and Params are JSON.
+type alertRuleRow struct {
+	ID              string `gorm:"primaryKey;size:36"`
+	Name            string `gorm:"size:100;not null;uniqueIndex"`
+	Type            string `gorm:"size:32;not null"`
+	Enabled         bool   `gorm:"not null"`
+	Severity        string `gorm:"size:16;not null"`
+	AllServers      bool   `gorm:"not null"`
+	GroupIDs        string `gorm:"column:group_ids;type:text;not null"`
+	ChannelIDs      string `gorm:"column:channel_ids;type:text;not null"`
+	Params          string `gorm:"type:text;not null"`
+	CooldownMinutes int    `gorm:"not null"`
+	CreatedBy       string `gorm:"size:36;not null;default:''"`
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
+}
+
+func (alertRuleRow) TableName() string { return "alert_rules" }
+
+// alertOpenRow is an alert that is firing now: one per rule and subject
+// (a server id, or "fleet" for fleet-wide rules). The primary key makes
+// opening an alert idempotent across replicas.
+type alertOpenRow struct {
+	RuleID         string    `gorm:"primaryKey;size:36"`
+	Subject        string    `gorm:"primaryKey;size:64"`
+	OpenedAt       time.Time `gorm:"not null"`
+	LastNotifiedAt time.Time `gorm:"not null"`
+	Message        string    `gorm:"type:text;not null"`
+}
+
+func (alertOpenRow) TableName() string { return "alert_open" }
+
+// alertEventRow is one notification-worthy change: firing, repeat (still
+// firing after the cooldown) or resolved.
+type alertEventRow struct {
+	ID         string    `gorm:"primaryKey;size:36"`
+	RuleID     string    `gorm:"size:36;not null;index"`
+	RuleName   string    `gorm:"size:100;not null"`
+	RuleType   string    `gorm:"size:32;not null"`
+	Subject    string    `gorm:"size:64;not null;index"`
+	ServerName string    `gorm:"size:255;not null;default:''"`
+	Kind       string    `gorm:"size:16;not null"`
+	Severity   string    `gorm:"size:16;not null"`
+	Message    string    `gorm:"type:text;not null"`
+	CreatedAt  time.Time `gorm:"not null;index"`
+}
+
+func (alertEventRow) TableName() string { return "alert_events" }
+
+// alertDeliveryRow is the delivery of one event through one channel.
+type alertDeliveryRow struct {
+	ID            string     `gorm:"primaryKey;size:36"`
+	EventID       string     `gorm:"size:36;not null;index"`
+	ChannelID     string     `gorm:"size:36;not null;index"`
+	ChannelName   string     `gorm:"size:100;not null"`
+	Status        string     `gorm:"size:16;not null;index"`
+	Attempts      int        `gorm:"not null"`
+	LastError     string     `gorm:"type:text;not null;default:''"`
+	Response      string     `gorm:"type:text;not null;default:''"`
+	NextAttemptAt *time.Time `gorm:"column:next_attempt_at"`
+	UpdatedAt     time.Time  `gorm:"not null"`
+}
+
+func (alertDeliveryRow) TableName() string { return "alert_deliveries" }
+
+var alertsMigrations = []Migration{
+	{ID: "alerts/001_channels_rules_events", Up: func(tx *gorm.DB) error {
+		return tx.AutoMigrate(&notificationChannelRow{}, &alertRuleRow{}, &alertOpenRow{}, &alertEventRow{}, &alertDeliveryRow{})
+	}},
+}
+
+func init() {
+	registerEncrypted(EncryptedColumn{Table: "notification_channels", Column: "secrets", PK: "id"})
+}
