@@ -1,0 +1,172 @@
+// Package metrics holds LCM's Prometheus metrics: one registry per process
+// with the Go and process collectors, the counters and histograms the
+// packages update, and collectors that read a current figure at scrape
+// time (jobs by state, NATS consumer backlog). Names follow the Prometheus
+// conventions: lcm_ prefix, base units (seconds, bytes), _total for
+// counters. docs/metrics.md lists them all.
+package metrics
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Registry is this process's registry. The counters below are registered
+// in it; collectors that need a process's services are added with
+// Register when the process wires them.
+var Registry = prometheus.NewRegistry()
+
+var (
+	// HTTPRequests counts answered API requests by method, route template
+	// (bounded: gin's registered path, "unmatched" otherwise) and status.
+	HTTPRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "lcm_http_requests_total", Help: "API requests answered, by method, route template and status code.",
+	}, []string{"method", "route", "code"})
+	// HTTPDuration is the answer latency by method and route template.
+	HTTPDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "lcm_http_request_duration_seconds", Help: "API request latency by method and route template.",
+		Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+	}, []string{"method", "route"})
+	// LoginFailures counts refused sign-ins by step (password, totp) and
+	// reason (invalid, locked).
+	LoginFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "lcm_auth_login_failures_total", Help: "Refused sign-in attempts by step and reason.",
+	}, []string{"step", "reason"})
+	// RateLimited counts API-key requests refused by the rate limit.
+	RateLimited = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "lcm_api_key_rate_limited_total", Help: "API-key requests refused by the per-key rate limit.",
+	})
+	// JobsFinished counts jobs that reached a final state, and
+	// JobDuration their duration from start to the final state.
+	JobsFinished = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "lcm_jobs_finished_total", Help: "Jobs that reached a final state, by kind and status.",
+	}, []string{"kind", "status"})
+	JobDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "lcm_job_duration_seconds", Help: "Job duration from start to final state, by kind and status.",
+		Buckets: []float64{.1, .5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600},
+	}, []string{"kind", "status"})
+	// IngestEvents and IngestBytes measure the jobs ingest: events stored
+	// (state changes and output chunks) and output bytes.
+	IngestEvents = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "lcm_ingest_events_total", Help: "Job events stored by the ingest, by type (state, output).",
+	}, []string{"type"})
+	IngestBytes = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "lcm_ingest_output_bytes_total", Help: "Job output bytes stored by the ingest.",
+	})
+	// SSHErrors counts failed SSH connections by stage: dial (TCP),
+	// handshake (key exchange, host key, authentication).
+	SSHErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "lcm_ssh_connect_errors_total", Help: "Failed SSH connections by stage (dial, handshake).",
+	}, []string{"stage"})
+	// Panics counts recovered panics by where they happened.
+	Panics = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "lcm_panics_recovered_total", Help: "Panics recovered and counted, by where they happened.",
+	}, []string{"where"})
+)
+
+func init() {
+	Registry.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		HTTPRequests, HTTPDuration, LoginFailures, RateLimited, JobsFinished, JobDuration,
+		IngestEvents, IngestBytes, SSHErrors, Panics,
+	)
+	// The three SSH stages exist from the start, so a rate over them is
+	// defined before the first error.
+	for _, s := range []string{"dial", "handshake"} {
+		SSHErrors.WithLabelValues(s)
+	}
+}
+
+// Gauge is one labelled figure read at scrape time.
+type Gauge struct {
+	Labels []string
+	Value  float64
+}
+
+// GaugeFunc registers a gauge family whose values a function reads at
+// every scrape, bounded by timeout (a slow database answers nothing for
+// that scrape rather than holding it). A failed read is logged at debug.
+func GaugeFunc(name, help string, labels []string, timeout time.Duration, log *slog.Logger, read func(ctx context.Context) ([]Gauge, error)) {
+	g := &gaugeFunc{desc: prometheus.NewDesc(name, help, labels, nil), timeout: timeout, log: log, read: read}
+	if err := Registry.Register(g); err != nil {
+		// Registered before (a process wired twice, as tests do): the
+		// newest reader wins.
+		var are prometheus.AlreadyRegisteredError
+		if !errors.As(err, &are) {
+			panic(err)
+		}
+		Registry.Unregister(are.ExistingCollector)
+		Registry.MustRegister(g)
+	}
+}
+
+type gaugeFunc struct {
+	desc    *prometheus.Desc
+	timeout time.Duration
+	log     *slog.Logger
+	read    func(ctx context.Context) ([]Gauge, error)
+}
+
+func (g *gaugeFunc) Describe(ch chan<- *prometheus.Desc) { ch <- g.desc }
+
+func (g *gaugeFunc) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), g.timeout)
+	defer cancel()
+	vals, err := g.read(ctx)
+	if err != nil {
+		if g.log != nil {
+			g.log.Debug("metrics: read failed", "metric", g.desc.String(), "err", err)
+		}
+		return
+	}
+	for _, v := range vals {
+		m, err := prometheus.NewConstMetric(g.desc, prometheus.GaugeValue, v.Value, v.Labels...)
+		if err == nil {
+			ch <- m
+		}
+	}
+}
+
+// Handler serves the registry in the Prometheus text format.
+func Handler() http.Handler {
+	return promhttp.HandlerFor(Registry, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
+}
+
+// Serve listens on addr and serves /metrics until ctx ends; "" means
+// off. It returns the bound address.
+func Serve(ctx context.Context, addr string, log *slog.Logger) (string, error) {
+	if addr == "" {
+		return "", nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", Handler())
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second}
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	go func() {
+		if err := srv.Serve(ln); err != nil && err != http.ErrServerClosed && log != nil {
+			log.Error("metrics listener stopped", "err", err)
+		}
+	}()
+	if log != nil {
+		log.Info("metrics listener on", "url", "http://"+ln.Addr().String()+"/metrics")
+	}
+	return ln.Addr().String(), nil
+}
