@@ -1,27 +1,35 @@
-// Command lcm-scanner matches a CycloneDX SBOM against vulnerability
-// advisories in OSV format, offline. It never contacts managed servers: the
-// SBOM is built from the package records LCM keeps, and the advisories come
-// from a local directory (an OSV export or the fixtures the tests ship).
+// Command lcm-scanner matches CycloneDX SBOMs against an offline OSV
+// database. As a process of the deployment (`lcm-scanner serve`) it takes
+// scan requests from the control plane's NATS (queue group "scanners");
+// `lcm-scanner scan` matches one SBOM file for a quick check by hand. It
+// never contacts managed servers and holds no database connection or
+// master key.
 //
 // Usage:
 //
-//	lcm-scanner scan -sbom sbom.json -advisories dir [-min-severity high]
+//	lcm-scanner serve -nats-url tls://lcm:4222 -db /var/lib/lcm-scanner/osv
+//	lcm-scanner scan -sbom sbom.json -db DIR [-min-severity high]
 //	lcm-scanner -version
-//
-// The output is a JSON array of findings on stdout.
 package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
 
+	"github.com/lcmproject/lcm/internal/bus"
+	"github.com/lcmproject/lcm/internal/sbom"
+	"github.com/lcmproject/lcm/internal/scanner"
 	"github.com/lcmproject/lcm/internal/version"
+	"github.com/lcmproject/lcm/internal/vulndb"
 )
 
 func main() {
@@ -34,37 +42,124 @@ func main() {
 	}
 }
 
+const usage = "usage: lcm-scanner serve -nats-url URL -db DIR | scan -sbom FILE -db DIR [-min-severity low|medium|high|critical] | -version"
+
+func env(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && (args[0] == "-version" || args[0] == "--version") {
 		fmt.Fprintln(stdout, version.Get().String("lcm-scanner"))
 		return nil
 	}
-	if len(args) == 0 || args[0] != "scan" {
-		return errors.New("usage: lcm-scanner scan -sbom FILE -advisories DIR [-min-severity low|medium|high|critical] | -version")
+	if len(args) == 0 {
+		return errors.New(usage)
 	}
+	switch args[0] {
+	case "serve":
+		return serve(ctx, args[1:], stderr)
+	case "scan":
+		return scanFile(args[1:], stdout, stderr)
+	}
+	return errors.New(usage)
+}
+
+func serve(ctx context.Context, args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	url := fs.String("nats-url", env("LCM_SCANNER_NATS_URL", ""), "NATS URL of the control plane (env LCM_SCANNER_NATS_URL)")
+	user := fs.String("nats-user", env("LCM_SCANNER_NATS_USER", ""), "NATS user (env LCM_SCANNER_NATS_USER); the password comes from env LCM_SCANNER_NATS_PASSWORD")
+	ca := fs.String("nats-ca", env("LCM_SCANNER_NATS_CA", ""), "PEM file of the CA of a TLS NATS (env LCM_SCANNER_NATS_CA)")
+	dir := fs.String("db", env("LCM_SCANNER_DB", "/var/lib/lcm-scanner/osv"), "directory of the OSV export: <ecosystem>/all.zip (env LCM_SCANNER_DB)")
+	conc := fs.Int("concurrency", 2, "scan requests matched at once")
+	engine := fs.String("engine", env("LCM_SCANNER_ENGINE", scanner.Engine), "osv (built-in, offline OSV export) or trivy (trivy sbom --offline-scan with its own database)")
+	trivyBin := fs.String("trivy-bin", env("LCM_SCANNER_TRIVY_BIN", ""), "trivy binary (default: trivy on PATH)")
+	trivyCache := fs.String("trivy-cache-dir", env("LCM_SCANNER_TRIVY_CACHE_DIR", ""), "trivy --cache-dir holding its database")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *url == "" {
+		return errors.New("serve needs -nats-url (or LCM_SCANNER_NATS_URL)")
+	}
+	if *engine != scanner.Engine && *engine != scanner.EngineTrivy {
+		return fmt.Errorf("-engine %q: want osv or trivy", *engine)
+	}
+	o := bus.ClientOptions{URL: *url, User: *user, Password: os.Getenv("LCM_SCANNER_NATS_PASSWORD"), Name: "lcm-scanner"}
+	if *ca != "" {
+		pem, err := os.ReadFile(*ca)
+		if err != nil {
+			return err
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return fmt.Errorf("%s holds no PEM certificate", *ca)
+		}
+		o.TLS = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	}
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	b, err := bus.Connect(ctx, o)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	host, _ := os.Hostname()
+	s := scanner.New(*dir, fmt.Sprintf("%s/%d", host, os.Getpid()), log)
+	switch *engine {
+	case scanner.Engine:
+	case scanner.EngineTrivy:
+		bin := *trivyBin
+		if bin == "" {
+			bin = scanner.FindTrivy()
+		}
+		if bin == "" {
+			return errors.New("-engine trivy: no trivy binary found (set -trivy-bin)")
+		}
+		s.Trivy = &scanner.Trivy{Bin: bin, CacheDir: *trivyCache}
+	default:
+		return fmt.Errorf("-engine %q: want osv or trivy", *engine)
+	}
+	log.Info("lcm-scanner serving", "db", *dir)
+	return s.Serve(ctx, b, *conc)
+}
+
+func scanFile(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("scan", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	sbomPath := fs.String("sbom", "", "CycloneDX JSON SBOM of one server")
-	advDir := fs.String("advisories", "", "directory of OSV advisory JSON files")
-	minSev := fs.String("min-severity", "low", "report findings from this severity on")
-	if err := fs.Parse(args[1:]); err != nil {
+	dir := fs.String("db", "", "directory of the OSV export: <ecosystem>/all.zip")
+	minSev := fs.String("min-severity", "unknown", "report findings from this severity on")
+	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *sbomPath == "" || *advDir == "" {
-		return errors.New("scan needs -sbom and -advisories")
+	if *sbomPath == "" || *dir == "" {
+		return errors.New("scan needs -sbom and -db")
 	}
-	min, ok := severityRank[*minSev]
-	if !ok {
-		return fmt.Errorf("-min-severity %q: want low, medium, high or critical", *minSev)
+	min := vulndb.SeverityRank(*minSev)
+	if min == 0 && *minSev != "unknown" {
+		return fmt.Errorf("-min-severity %q: want unknown, low, medium, high or critical", *minSev)
 	}
-	comps, err := readSBOM(*sbomPath)
+	f, err := os.Open(*sbomPath)
 	if err != nil {
 		return err
 	}
-	advs, err := readAdvisories(*advDir)
+	defer f.Close()
+	bom, err := sbom.Decode(f)
+	if err != nil {
+		return fmt.Errorf("%s: %w", *sbomPath, err)
+	}
+	db, err := vulndb.Load(*dir)
 	if err != nil {
 		return err
 	}
-	findings := match(comps, advs, min)
-	return writeJSON(stdout, findings)
+	out := []vulndb.Finding{}
+	for _, x := range db.Match(sbom.Components(bom)) {
+		if vulndb.SeverityRank(x.Severity) >= min {
+			out = append(out, x)
+		}
+	}
+	return writeJSON(stdout, out)
 }

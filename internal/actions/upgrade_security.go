@@ -13,7 +13,11 @@ import (
 // packages whose candidate comes from a security suite, dnf uses
 // --security, zypper installs patches of category security (pkgmgr builds
 // the commands). pacman and apk have no security channel: the job fails
-// with pkgmgr's documented answer and changes nothing.
+// with pkgmgr's documented answer and changes nothing. The package lists
+// are refreshed first: with stale lists the security suite's newest
+// releases are unknown and the upgrade would install nothing, or too
+// little, while reporting success. A failed refresh fails the job with
+// the package manager's message.
 type UpgradeSecurity struct{}
 
 // Run implements Action.
@@ -31,6 +35,9 @@ func (UpgradeSecurity) Run(ctx context.Context, env *Env) (Result, error) {
 		return Result{}, failf("%v", err)
 	}
 	fmt.Fprintf(env.Out, "lcm: security upgrade with %s\n", m.Name())
+	if code, err := prepareLists(ctx, env.Exec, env.Out, m, PkgUpgradeSecurity); err != nil {
+		return Result{ExitCode: code}, err
+	}
 	code, err := run(ctx, env.Exec, env.Out, remote.Command{Cmd: cmd, Timeout: upgradeTimeout, IdleTimeout: upgradeIdle})
 	if err != nil {
 		return Result{}, err

@@ -1,0 +1,52 @@
+package store
+
+import (
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// vulnFindingRow is one advisory affecting one package of one server,
+// with its life cycle: new → acknowledged (by a user) → fixed (the scan
+// no longer finds it). A finding that comes back is new again.
+type vulnFindingRow struct {
+	ID             uint64    `gorm:"primaryKey;autoIncrement"`
+	ServerID       string    `gorm:"size:36;not null;uniqueIndex:vuln_findings_key,priority:1"`
+	Advisory       string    `gorm:"size:128;not null;uniqueIndex:vuln_findings_key,priority:2"`
+	Package        string    `gorm:"size:255;not null;uniqueIndex:vuln_findings_key,priority:3;index"`
+	CVEs           string    `gorm:"column:cves;size:2048;not null;default:''"` // comma-separated
+	Source         string    `gorm:"size:255;not null;default:''"`
+	Installed      string    `gorm:"size:255;not null;default:''"`
+	Fixed          string    `gorm:"size:255;not null;default:''"`
+	Severity       string    `gorm:"size:16;not null;index"`
+	CVSS           float64   `gorm:"column:cvss;not null;default:0"`
+	Summary        string    `gorm:"size:512;not null;default:''"`
+	Ecosystem      string    `gorm:"size:128;not null;default:''"`
+	State          string    `gorm:"size:16;not null;index"`
+	FirstSeenAt    time.Time `gorm:"not null"`
+	LastSeenAt     time.Time `gorm:"not null"`
+	AcknowledgedAt *time.Time
+	AcknowledgedBy string `gorm:"size:255;not null;default:''"`
+	FixedAt        *time.Time
+	Server         serverRow `gorm:"foreignKey:ServerID;constraint:OnDelete:CASCADE"`
+}
+
+func (vulnFindingRow) TableName() string { return "vuln_findings" }
+
+// vulnScanRow is the last scan of a server.
+type vulnScanRow struct {
+	ServerID  string    `gorm:"primaryKey;size:36"`
+	ScannedAt time.Time `gorm:"not null"`
+	Engine    string    `gorm:"size:32;not null;default:''"`
+	Findings  int       `gorm:"not null;default:0"`
+	Error     string    `gorm:"size:1024;not null;default:''"`
+	Server    serverRow `gorm:"foreignKey:ServerID;constraint:OnDelete:CASCADE"`
+}
+
+func (vulnScanRow) TableName() string { return "vuln_scans" }
+
+var securityMigrations = []Migration{
+	{ID: "security/001_vuln_findings", Up: func(tx *gorm.DB) error {
+		return tx.AutoMigrate(&vulnFindingRow{}, &vulnScanRow{})
+	}},
+}

@@ -1,0 +1,342 @@
+package store
+
+import (
+	"context"
+	"sort"
+	"strings"
+	"time"
+
+	"gorm.io/gorm/clause"
+
+	"github.com/lcmproject/lcm/internal/domain"
+)
+
+// Vulnerability finding states.
+const (
+	VulnNew          = "new"
+	VulnAcknowledged = "acknowledged"
+	VulnFixed        = "fixed"
+)
+
+// VulnFinding is one stored finding.
+type VulnFinding struct {
+	ID                                                    uint64
+	ServerID, ServerName                                  string
+	Advisory, Package, Source, Installed, Fixed, Severity string
+	CVEs                                                  []string
+	CVSS                                                  float64
+	Summary, Ecosystem, State                             string
+	FirstSeenAt, LastSeenAt                               time.Time
+	AcknowledgedAt, FixedAt                               *time.Time
+	AcknowledgedBy                                        string
+}
+
+// ScanOutcome is one server's scan result to store.
+type ScanOutcome struct {
+	ServerID string
+	Engine   string
+	Findings []VulnFinding // Advisory, Package, … (state and dates are set here)
+}
+
+// ApplyScan stores a scan of a server: findings seen again keep their
+// state (a fixed one that is back becomes new), new ones are added, open
+// ones no longer found become fixed. The open findings (new and
+// acknowledged) replace server_findings, which the traffic light reads.
+func (s *Store) ApplyScan(ctx context.Context, o ScanOutcome, at time.Time) error {
+	return s.InTx(ctx, func(tx *Store) error {
+		db := tx.conn(ctx)
+		var cur []vulnFindingRow
+		if err := db.Omit("Server").Where("server_id = ?", o.ServerID).Find(&cur).Error; err != nil {
+			return mapErr(err, "vulnerability findings")
+		}
+		byKey := make(map[string]*vulnFindingRow, len(cur))
+		for i := range cur {
+			byKey[cur[i].Advisory+"\x00"+cur[i].Package] = &cur[i]
+		}
+		seen := map[string]bool{}
+		var add []vulnFindingRow
+		var open []Finding
+		for _, f := range o.Findings {
+			k := f.Advisory + "\x00" + f.Package
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			r, ok := byKey[k]
+			if !ok {
+				r = &vulnFindingRow{ServerID: o.ServerID, Advisory: trunc(f.Advisory, 128), Package: trunc(f.Package, 255), State: VulnNew, FirstSeenAt: at}
+			} else if r.State == VulnFixed {
+				r.State, r.FixedAt, r.AcknowledgedAt, r.AcknowledgedBy, r.FirstSeenAt = VulnNew, nil, nil, "", at
+			}
+			r.CVEs, r.Source, r.Installed, r.Fixed = trunc(strings.Join(f.CVEs, ","), 2048), trunc(f.Source, 255), trunc(f.Installed, 255), trunc(f.Fixed, 255)
+			r.Severity, r.CVSS, r.Summary, r.Ecosystem, r.LastSeenAt = f.Severity, f.CVSS, trunc(f.Summary, 512), trunc(f.Ecosystem, 128), at
+			if ok {
+				if err := db.Omit("Server").Save(r).Error; err != nil {
+					return mapErr(err, "vulnerability findings")
+				}
+			} else {
+				add = append(add, *r)
+			}
+			cve := f.Advisory
+			if len(f.CVEs) > 0 {
+				cve = f.CVEs[0]
+			}
+			open = append(open, Finding{CVE: trunc(cve, 64), Package: f.Package, Version: f.Installed, FixedIn: f.Fixed, Severity: f.Severity})
+		}
+		if len(add) > 0 {
+			if err := db.Omit("Server").CreateInBatches(add, ingestBatch/10).Error; err != nil {
+				return mapErr(err, "vulnerability findings")
+			}
+		}
+		var gone []uint64
+		for k, r := range byKey {
+			if !seen[k] && r.State != VulnFixed {
+				gone = append(gone, r.ID)
+			}
+		}
+		for i := 0; i < len(gone); i += ingestBatch {
+			if err := db.Model(&vulnFindingRow{}).Where("id IN ?", gone[i:min(i+ingestBatch, len(gone))]).
+				Updates(map[string]any{"state": VulnFixed, "fixed_at": at}).Error; err != nil {
+				return mapErr(err, "vulnerability findings")
+			}
+		}
+		if err := tx.SetFindings(ctx, o.ServerID, open); err != nil {
+			return err
+		}
+		return mapErr(db.Omit("Server").Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "server_id"}},
+			DoUpdates: clause.AssignmentColumns([]string{"scanned_at", "engine", "findings", "error"})}).
+			Create(&vulnScanRow{ServerID: o.ServerID, ScannedAt: at, Engine: o.Engine, Findings: len(open)}).Error, "vulnerability scan")
+	})
+}
+
+func trunc(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+// VulnFilter selects findings.
+type VulnFilter struct {
+	ServerID    string
+	MinSeverity int    // 0 = all; 1 low … 4 critical
+	Package     string // exact package name
+	CVE         string // substring of the advisory or CVE ids
+	FixOnly     bool   // only findings with a fixed version
+	States      []string
+	Limit       int
+	Offset      int
+}
+
+// severitiesFrom lists the severities at or above rank.
+func severitiesFrom(rank int) []string {
+	all := []string{"unknown", "low", "medium", "high", "critical"}
+	if rank <= 0 {
+		return all
+	}
+	return all[min(rank, 4):]
+}
+
+// VulnFindings lists findings of servers visible in sc, most severe first,
+// with the number matching.
+func (s *Store) VulnFindings(ctx context.Context, sc Scope, f VulnFilter) ([]VulnFinding, int64, error) {
+	q := applyServerScope(s.conn(ctx).Model(&vulnFindingRow{}), "server_id", sc)
+	if f.ServerID != "" {
+		q = q.Where("server_id = ?", f.ServerID)
+	}
+	if f.MinSeverity > 0 {
+		q = q.Where("severity IN ?", severitiesFrom(f.MinSeverity))
+	}
+	if f.Package != "" {
+		q = q.Where("package = ?", f.Package)
+	}
+	if f.CVE != "" {
+		like := "%" + strings.NewReplacer("%", "", "_", "").Replace(strings.ToUpper(f.CVE)) + "%"
+		q = q.Where("(UPPER(advisory) LIKE ? OR UPPER(cves) LIKE ?)", like, like)
+	}
+	if f.FixOnly {
+		q = q.Where("fixed <> ''")
+	}
+	if len(f.States) > 0 {
+		q = q.Where("state IN ?", f.States)
+	}
+	var total int64
+	if err := q.Count(&total).Error; err != nil {
+		return nil, 0, mapErr(err, "vulnerability findings")
+	}
+	var rows []vulnFindingRow
+	lim := f.Limit
+	if lim <= 0 {
+		lim = 500
+	}
+	err := q.Omit("Server").
+		Order(`CASE severity WHEN 'critical' THEN 0 WHEN 'high' THEN 1 WHEN 'medium' THEN 2 WHEN 'low' THEN 3 ELSE 4 END, package, advisory, id`).
+		Limit(lim).Offset(f.Offset).Find(&rows).Error
+	if err != nil {
+		return nil, 0, mapErr(err, "vulnerability findings")
+	}
+	// Server names are stored encrypted: read them through the server layer.
+	seen := map[string]bool{}
+	var ids []string
+	for _, r := range rows {
+		if !seen[r.ServerID] {
+			seen[r.ServerID] = true
+			ids = append(ids, r.ServerID)
+		}
+	}
+	names := map[string]string{}
+	if len(ids) > 0 {
+		srvs, err := s.ServersByID(ctx, SystemScope, ids)
+		if err != nil {
+			return nil, 0, err
+		}
+		for _, v := range srvs {
+			names[v.ID] = v.Name
+		}
+	}
+	out := make([]VulnFinding, len(rows))
+	for i, r := range rows {
+		out[i] = toVulnFinding(r)
+		out[i].ServerName = names[r.ServerID]
+	}
+	return out, total, nil
+}
+
+func toVulnFinding(r vulnFindingRow) VulnFinding {
+	var cves []string
+	if r.CVEs != "" {
+		cves = strings.Split(r.CVEs, ",")
+	}
+	return VulnFinding{ID: r.ID, ServerID: r.ServerID, Advisory: r.Advisory, Package: r.Package, Source: r.Source,
+		Installed: r.Installed, Fixed: r.Fixed, Severity: r.Severity, CVEs: cves, CVSS: r.CVSS, Summary: r.Summary,
+		Ecosystem: r.Ecosystem, State: r.State, FirstSeenAt: r.FirstSeenAt, LastSeenAt: r.LastSeenAt,
+		AcknowledgedAt: r.AcknowledgedAt, AcknowledgedBy: r.AcknowledgedBy, FixedAt: r.FixedAt}
+}
+
+// AcknowledgeVuln marks an open finding of a visible server acknowledged
+// and returns it. A fixed finding cannot be acknowledged (conflict).
+func (s *Store) AcknowledgeVuln(ctx context.Context, sc Scope, id uint64, by string, at time.Time) (VulnFinding, error) {
+	var out VulnFinding
+	err := s.InTx(ctx, func(tx *Store) error {
+		var rows []vulnFindingRow
+		q := applyServerScope(tx.conn(ctx).Omit("Server").Model(&vulnFindingRow{}), "server_id", sc)
+		if err := q.Where("id = ?", id).Limit(1).Find(&rows).Error; err != nil {
+			return mapErr(err, "vulnerability finding")
+		}
+		if len(rows) == 0 {
+			return domain.NotFound("vulnerability finding")
+		}
+		r := rows[0]
+		if r.State == VulnFixed {
+			return domain.Conflict("finding_fixed", "the finding is fixed; there is nothing to acknowledge")
+		}
+		if r.State == VulnNew {
+			r.State, r.AcknowledgedAt, r.AcknowledgedBy = VulnAcknowledged, &at, trunc(by, 255)
+			if err := tx.conn(ctx).Omit("Server").Save(&r).Error; err != nil {
+				return mapErr(err, "vulnerability finding")
+			}
+		}
+		out = toVulnFinding(r)
+		return nil
+	})
+	return out, err
+}
+
+// VulnerablePackage is one vulnerable (package, installed, fixed) across
+// the visible fleet.
+type VulnerablePackage struct {
+	Package, Installed, Fixed, Severity string
+	Advisories, CVEs                    []string
+	ServerIDs                           []string
+}
+
+// VulnerablePackages groups the open findings of visible servers by
+// package, installed and fixed version (most severe first).
+func (s *Store) VulnerablePackages(ctx context.Context, sc Scope, f VulnFilter) ([]VulnerablePackage, error) {
+	f.States, f.Limit, f.Offset = []string{VulnNew, VulnAcknowledged}, 100000, 0
+	list, _, err := s.VulnFindings(ctx, sc, f)
+	if err != nil {
+		return nil, err
+	}
+	type acc struct {
+		p             VulnerablePackage
+		adv, cve, srv map[string]bool
+		rank          int
+	}
+	rank := map[string]int{"low": 1, "medium": 2, "high": 3, "critical": 4}
+	groups := map[string]*acc{}
+	var order []string
+	for _, v := range list {
+		k := v.Package + "\x00" + v.Installed + "\x00" + v.Fixed
+		a := groups[k]
+		if a == nil {
+			a = &acc{p: VulnerablePackage{Package: v.Package, Installed: v.Installed, Fixed: v.Fixed, Severity: v.Severity},
+				adv: map[string]bool{}, cve: map[string]bool{}, srv: map[string]bool{}, rank: -1}
+			groups[k] = a
+			order = append(order, k)
+		}
+		if rank[v.Severity] > a.rank {
+			a.rank, a.p.Severity = rank[v.Severity], v.Severity
+		}
+		a.adv[v.Advisory] = true
+		for _, c := range v.CVEs {
+			a.cve[c] = true
+		}
+		a.srv[v.ServerID] = true
+	}
+	keys := func(m map[string]bool) []string {
+		out := make([]string, 0, len(m))
+		for k := range m {
+			out = append(out, k)
+		}
+		sort.Strings(out)
+		return out
+	}
+	out := make([]VulnerablePackage, 0, len(order))
+	for _, k := range order {
+		a := groups[k]
+		a.p.Advisories, a.p.CVEs, a.p.ServerIDs = keys(a.adv), keys(a.cve), keys(a.srv)
+		out = append(out, a.p)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if ri, rj := rank[out[i].Severity], rank[out[j].Severity]; ri != rj {
+			return ri > rj
+		}
+		return len(out[i].ServerIDs) > len(out[j].ServerIDs)
+	})
+	return out, nil
+}
+
+// VulnScan is the last scan of a server.
+type VulnScan struct {
+	ServerID  string
+	ScannedAt time.Time
+	Engine    string
+	Findings  int
+}
+
+// LastVulnScan returns the newest scan time over all servers (nil: none).
+func (s *Store) LastVulnScan(ctx context.Context) (*time.Time, error) {
+	var rows []vulnScanRow
+	if err := s.conn(ctx).Omit("Server").Order("scanned_at DESC").Limit(1).Find(&rows).Error; err != nil {
+		return nil, mapErr(err, "vulnerability scans")
+	}
+	if len(rows) == 0 {
+		return nil, nil
+	}
+	t := rows[0].ScannedAt
+	return &t, nil
+}
+
+// VulnScanOf returns a server's last scan (nil: never scanned).
+func (s *Store) VulnScanOf(ctx context.Context, serverID string) (*VulnScan, error) {
+	var rows []vulnScanRow
+	if err := s.conn(ctx).Omit("Server").Where("server_id = ?", serverID).Limit(1).Find(&rows).Error; err != nil {
+		return nil, mapErr(err, "vulnerability scans")
+	}
+	if len(rows) == 0 {
+		return nil, nil
+	}
+	r := rows[0]
+	return &VulnScan{ServerID: r.ServerID, ScannedAt: r.ScannedAt, Engine: r.Engine, Findings: r.Findings}, nil
+}
