@@ -7,6 +7,7 @@
 //
 //	lcm-agent enroll [-config /etc/lcm-agent/agent.json] [-force] <token>
 //	lcm-agent run [-config /etc/lcm-agent/agent.json] [-debug]
+//	lcm-agent install-service [-config /etc/lcm-agent/agent.json]
 //	lcm-agent -version
 //
 // It never links server code (gin, gorm, nats, mochi): see deps_test.go.
@@ -38,6 +39,7 @@ func main() {
 const usage = `usage:
   lcm-agent enroll [-config path] [-force] <token>   enroll this host (once)
   lcm-agent run [-config path] [-debug]              connect and execute commands
+  lcm-agent install-service [-config path]           install, enable and start the systemd unit
   lcm-agent -version                                 print the version`
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -52,6 +54,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runEnroll(ctx, args[1:], stdout, stderr)
 	case "run":
 		return runAgent(ctx, args[1:], stderr)
+	case "install-service":
+		return runInstallService(ctx, args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprintln(stdout, usage)
 		return nil

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/lcmproject/lcm/internal/agentgw"
 	"github.com/lcmproject/lcm/internal/bus"
+	"github.com/lcmproject/lcm/internal/metrics"
 	"github.com/lcmproject/lcm/internal/version"
 	"github.com/lcmproject/lcm/pkg/agentproto"
 )
@@ -29,7 +31,8 @@ const shutdownTimeout = 9 * time.Second
 type options struct {
 	listen, certFile, keyFile string
 	natsURL, natsUser         string
-	natsPasswordFile          string
+	natsPasswordFile, natsCA  string
+	metricsAddr               string
 	debug, version            bool
 }
 
@@ -43,6 +46,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.natsURL, "nats-url", "", "URL of the NATS JetStream cluster, e.g. nats://nats:4222")
 	fs.StringVar(&o.natsUser, "nats-user", "", "NATS user")
 	fs.StringVar(&o.natsPasswordFile, "nats-password-file", "", "file holding the NATS password (or set LCM_NATS_PASSWORD)")
+	fs.StringVar(&o.natsCA, "nats-ca", "", "PEM file of the CA (or self-signed certificate) of a TLS NATS, e.g. lcm-api's UI certificate when it listens (nats.listen)")
+	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address, e.g. 127.0.0.1:9341 (/metrics, plain HTTP; off when empty)")
 	fs.BoolVar(&o.debug, "debug", false, "log at debug level")
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
@@ -66,6 +71,26 @@ func (o options) validate() error {
 		return errors.New(strings.Join(problems, "; "))
 	}
 	return nil
+}
+
+// agentBucket opens the agent credential bucket, waiting while NATS or the
+// bucket (created by lcm-api) is not there yet.
+func agentBucket(ctx context.Context, b *bus.Bus, log *slog.Logger) (*bus.AgentCredentials, error) {
+	for warned := false; ; {
+		c, err := b.AgentCredentials(ctx)
+		if err == nil {
+			return c, nil
+		}
+		if !warned {
+			log.Warn("waiting for NATS and the agent credential bucket (lcm-api creates it)", "err", err)
+			warned = true
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("agent credential bucket: %w", err)
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -101,13 +126,29 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("agent listener on %s: %w", o.listen, err)
 	}
-	b, err := bus.Open(ctx, bus.Options{URL: o.natsURL, User: o.natsUser, Password: password, Name: name, Logger: log})
+	var natsTLS *tls.Config
+	if o.natsCA != "" {
+		pem, err := os.ReadFile(o.natsCA)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("-nats-ca: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			ln.Close()
+			return fmt.Errorf("-nats-ca %s: no PEM certificate", o.natsCA)
+		}
+		natsTLS = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	}
+	// Connect, not Open: the gateway creates no stream or bucket (its NATS
+	// user may not, see bus.AgentGatewayUser); lcm-api owns them.
+	b, err := bus.Connect(ctx, bus.ClientOptions{URL: o.natsURL, User: o.natsUser, Password: password, TLS: natsTLS, Name: name})
 	if err != nil {
 		ln.Close()
 		return err
 	}
 	defer b.Close()
-	creds, err := b.AgentCredentials(ctx)
+	creds, err := agentBucket(ctx, b, log)
 	if err != nil {
 		ln.Close()
 		return err
@@ -118,6 +159,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer gw.Close()
+	metrics.GaugeFunc("lcm_agentgw_connected_agents", "Agents connected to this gateway now.", nil, time.Second, log,
+		func(context.Context) ([]metrics.Gauge, error) {
+			return []metrics.Gauge{{Value: float64(gw.ConnectedClients())}}, nil
+		})
+	if _, err := metrics.Serve(ctx, o.metricsAddr, log); err != nil {
+		ln.Close()
+		return fmt.Errorf("-metrics-addr: %w", err)
+	}
 	srv := &http.Server{
 		Handler:           gw.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,

@@ -5,18 +5,27 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/gorilla/websocket"
-	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/lcmproject/lcm/internal/agentgw"
+	"github.com/lcmproject/lcm/internal/agentsim"
+	"github.com/lcmproject/lcm/internal/bus"
+	_ "github.com/lcmproject/lcm/internal/bus/natsembed"
+	"github.com/lcmproject/lcm/internal/remote"
 	"github.com/lcmproject/lcm/internal/testutil"
 	"github.com/lcmproject/lcm/internal/tlscert"
+	"github.com/lcmproject/lcm/pkg/agentproto"
 )
 
 func TestVersion(t *testing.T) {
@@ -33,19 +42,15 @@ func TestFlagsRequired(t *testing.T) {
 	}
 }
 
-// TestServesAgentListener runs the gateway against a real NATS server with
-// JetStream and checks the listener, then a clean stop.
+// TestServesAgentListener runs the gateway against a real NATS with
+// JetStream — lcm-api's embedded server listening with TLS and users, as in
+// production — under the least-privilege account bus.AgentGatewayUser: the
+// listener answers, a simulated agent enrolls (KV compare-and-swap), runs a
+// command sent from the control plane and is kicked after a revoke; then a
+// clean stop.
 func TestServesAgentListener(t *testing.T) {
 	dir := t.TempDir()
-	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: filepath.Join(dir, "js"), NoSigs: true, NoLog: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go ns.Start()
-	if !ns.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats not ready")
-	}
-	defer ns.Shutdown()
+	api, natsURL, caFile := leastPrivilegeNATS(t, dir)
 	certPEM, keyPEM, err := tlscert.Generate("127.0.0.1")
 	if err != nil {
 		t.Fatal(err)
@@ -58,12 +63,20 @@ func TestServesAgentListener(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t))
+	metricsAddr := fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t))
+	t.Setenv("LCM_NATS_PASSWORD", gwPassword)
 
 	ctx, cancel := context.WithCancel(context.Background())
-	logs := &bytes.Buffer{}
+	logs := &syncBuffer{}
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"-listen", addr, "-tls-cert", certFile, "-tls-key", keyFile, "-nats-url", ns.ClientURL()}, logs, logs)
+		done <- run(ctx, []string{"-listen", addr, "-tls-cert", certFile, "-tls-key", keyFile, "-nats-url", natsURL,
+			"-nats-user", gwUser, "-nats-ca", caFile, "-metrics-addr", metricsAddr}, logs, logs)
+	}()
+	defer func() {
+		if t.Failed() {
+			t.Logf("gateway log:\n%s", logs.String())
+		}
 	}()
 	cl := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, Timeout: 10 * time.Second}
 	deadline := time.Now().Add(30 * time.Second)
@@ -92,6 +105,63 @@ func TestServesAgentListener(t *testing.T) {
 		t.Fatalf("upgrade: %v %v", wresp, err)
 	}
 	ws.Close()
+	// Its own metrics listener answers with the gateway's figures.
+	mresp, err := http.Get("http://" + metricsAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mbody, _ := io.ReadAll(mresp.Body)
+	mresp.Body.Close()
+	for _, want := range []string{"lcm_agentgw_connected_agents ", "process_resident_memory_bytes "} {
+		if !strings.Contains(string(mbody), want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+
+	// An agent enrolls and runs a command through the restricted gateway.
+	creds, err := api.AgentCredentials(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	gwURL := "wss://" + addr + "/mqtt"
+	pair, _ := tls.X509KeyPair([]byte(certPEM), []byte(keyPEM))
+	fp := agentproto.FingerprintSHA256(pair.Certificate[0])
+	token, _, err := agentgw.Enroll(context.Background(), creds, "server-1", gwURL, fp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := &agentsim.Options{URL: gwURL, Fingerprint: fp, Respond: func(_ context.Context, c *agentproto.Command, stdout, _ io.Writer) int {
+		_, _ = io.WriteString(stdout, "ran: "+c.Cmd+"\n")
+		return 7
+	}}
+	dctx, dcancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer dcancel()
+	a, err := agentsim.Enroll(dctx, o, token)
+	if err != nil {
+		t.Fatalf("enrollment through the restricted gateway: %v", err)
+	}
+	conn, err := agentsim.Dial(dctx, o, a)
+	if err != nil {
+		t.Fatalf("agent connect: %v", err)
+	}
+	var out bytes.Buffer
+	res, err := agentgw.NewExecutor(api, a.ID).Run(context.Background(), remote.Command{Cmd: "uptime", Stdout: &out})
+	if err != nil || res.ExitCode != 7 || out.String() != "ran: uptime\n" {
+		t.Fatalf("command through the restricted gateway: %v %+v %q", err, res, out.String())
+	}
+	// A revoke and a kick reach the gateway: the agent is disconnected.
+	if err := agentgw.Revoke(context.Background(), creds, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := agentgw.Kick(api, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-conn.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("revoked agent still connected after a kick")
+	}
+
 	cancel()
 	select {
 	case err := <-done:
@@ -101,4 +171,271 @@ func TestServesAgentListener(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("run did not stop")
 	}
+}
+
+const (
+	gwUser     = "agentgw"
+	gwPassword = "agentgw-pass"
+)
+
+// leastPrivilegeNATS starts lcm-api's embedded NATS listening with TLS and
+// the API's full user plus the gateway's restricted one, with every stream
+// and bucket created (bus.Open as lcm-api does). It returns the API's bus,
+// the URL and the CA file to trust.
+func leastPrivilegeNATS(t *testing.T, dir string) (*bus.Bus, string, string) {
+	t.Helper()
+	certPEM, keyPEM, err := tlscert.Generate("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pair, err := tls.X509KeyPair([]byte(certPEM), []byte(keyPEM))
+	if err != nil {
+		t.Fatal(err)
+	}
+	caFile := filepath.Join(dir, "nats-ca.pem")
+	if err := os.WriteFile(caFile, []byte(certPEM), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	listen := fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t))
+	b, err := bus.Open(context.Background(), bus.Options{DataDir: dir, Listen: listen, User: "api", Password: "api-pass",
+		TLS:   &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12},
+		Users: []bus.User{bus.FullUser("api", "api-pass"), bus.AgentGatewayUser(gwUser, gwPassword)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b, "tls://" + listen, caFile
+}
+
+// TestGatewayUserIsLeastPrivilege connects with the gateway's NATS account
+// and tries what it must not do: publish on job subjects, read job events,
+// create or delete streams, open other buckets. The server refuses each.
+func TestGatewayUserIsLeastPrivilege(t *testing.T) {
+	dir := t.TempDir()
+	api, url, caFile := leastPrivilegeNATS(t, dir)
+	perr := make(chan error, 16)
+	nc, err := nats.Connect(url, nats.UserInfo(gwUser, gwPassword), nats.RootCAs(caFile),
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { perr <- err }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	violation := func(what, subject string) {
+		t.Helper()
+		select {
+		case err := <-perr:
+			if !strings.Contains(err.Error(), "Permissions Violation") || !strings.Contains(err.Error(), subject) {
+				t.Errorf("%s: unexpected error %v", what, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Errorf("%s: no permissions violation reported", what)
+		}
+	}
+	for _, subj := range []string{bus.JobSubject("default", "srv-1"), bus.JobStateSubject("job-1"), bus.SubjectCredsRequest,
+		bus.AgentSubject(agentproto.NewID(), "cmd"), "lcm.settings.changed"} {
+		if err := nc.Publish(subj, []byte("{}")); err != nil {
+			t.Fatal(err)
+		}
+		_ = nc.Flush()
+		violation("publish "+subj, subj)
+	}
+	for _, subj := range []string{bus.SubjectJobEventsAll, bus.SubjectJobsAll, "lcm.agent.*.res", ">"} {
+		if _, err := nc.SubscribeSync(subj); err != nil {
+			t.Fatal(err)
+		}
+		_ = nc.Flush()
+		violation("subscribe "+subj, subj)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	short := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, 2*time.Second) }
+	c1, x1 := short()
+	if _, err := js.CreateStream(c1, jetstream.StreamConfig{Name: "EVIL", Subjects: []string{"evil.>"}}); err == nil {
+		t.Error("the gateway account created a stream")
+	}
+	x1()
+	c2, x2 := short()
+	if err := js.DeleteStream(c2, bus.StreamJobs); err == nil {
+		t.Error("the gateway account deleted the job stream")
+	}
+	x2()
+	c3, x3 := short()
+	if _, err := js.Publish(c3, bus.JobSubject("default", "srv-1"), []byte("{}")); err == nil {
+		t.Error("the gateway account published a job")
+	}
+	x3()
+	for _, bucket := range []string{bus.BucketLocks, bus.BucketAuth} {
+		c4, x4 := short()
+		if _, err := js.KeyValue(c4, bucket); err == nil {
+			t.Errorf("the gateway account opened bucket %s", bucket)
+		}
+		x4()
+	}
+	c5, x5 := short()
+	if _, err := js.CreateKeyValue(c5, jetstream.KeyValueConfig{Bucket: "EVIL"}); err == nil {
+		t.Error("the gateway account created a bucket")
+	}
+	x5()
+	// Nothing changed on the server.
+	for _, name := range []string{"EVIL", "KV_EVIL"} {
+		if _, err := api.JS.Stream(ctx, name); err == nil {
+			t.Errorf("stream %s exists", name)
+		}
+	}
+	if _, err := api.JS.Stream(ctx, bus.StreamJobs); err != nil {
+		t.Errorf("job stream: %v", err)
+	}
+	// What it needs works: the agent bucket, read and written.
+	kv, err := js.KeyValue(ctx, bus.BucketAgents)
+	if err != nil {
+		t.Fatalf("agent bucket: %v", err)
+	}
+	if _, err := kv.Create(ctx, "probe", []byte("x")); err != nil {
+		t.Fatalf("create in the agent bucket: %v", err)
+	}
+	if e, err := kv.Get(ctx, "probe"); err != nil || string(e.Value()) != "x" {
+		t.Fatalf("get from the agent bucket: %v", err)
+	}
+}
+
+// syncBuffer is a goroutine-safe bytes.Buffer for logs.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// startGateway runs one lcm-agentgw (run) with the gateway's restricted
+// NATS account and waits until its listener answers. It returns the agent
+// URL and the certificate fingerprint; the gateway stops with the test.
+func startGateway(t *testing.T, natsURL, caFile string) (string, string) {
+	t.Helper()
+	dir := t.TempDir()
+	certPEM, keyPEM, err := tlscert.Generate("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	if err := os.WriteFile(certFile, []byte(certPEM), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, []byte(keyPEM), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pwFile := filepath.Join(dir, "nats-pass")
+	if err := os.WriteFile(pwFile, []byte(gwPassword+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t))
+	ctx, cancel := context.WithCancel(context.Background())
+	logs := &syncBuffer{}
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"-listen", addr, "-tls-cert", certFile, "-tls-key", keyFile, "-nats-url", natsURL,
+			"-nats-user", gwUser, "-nats-password-file", pwFile, "-nats-ca", caFile}, logs, logs)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("gateway %s: %v", addr, err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Errorf("gateway %s did not stop", addr)
+		}
+		if t.Failed() {
+			t.Logf("gateway %s log:\n%s", addr, logs.String())
+		}
+	})
+	// Ready once the log says so (the listener is bound before NATS).
+	for !strings.Contains(logs.String(), "lcm-agentgw started") {
+		select {
+		case err := <-done:
+			t.Fatalf("gateway ended early: %v\n%s", err, logs.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	pair, _ := tls.X509KeyPair([]byte(certPEM), []byte(keyPEM))
+	return "wss://" + addr + "/mqtt", agentproto.FingerprintSHA256(pair.Certificate[0])
+}
+
+// TestSeveralGateways: two gateways serve one control plane; a command
+// from the control plane reaches each agent through whichever gateway it
+// is connected to, also after it moved from one to the other.
+func TestSeveralGateways(t *testing.T) {
+	api, natsURL, caFile := leastPrivilegeNATS(t, t.TempDir())
+	creds, err := api.AgentCredentials(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	url1, fp1 := startGateway(t, natsURL, caFile)
+	url2, fp2 := startGateway(t, natsURL, caFile)
+	respond := func(name string) agentsim.Responder {
+		return func(_ context.Context, c *agentproto.Command, stdout, _ io.Writer) int {
+			_, _ = io.WriteString(stdout, name+": "+c.Cmd)
+			return 0
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	o1 := &agentsim.Options{URL: url1, Fingerprint: fp1, Respond: respond("a")}
+	o2 := &agentsim.Options{URL: url2, Fingerprint: fp2, Respond: respond("b")}
+	enroll := func(o *agentsim.Options) agentsim.Agent {
+		token, _, err := agentgw.Enroll(ctx, creds, "server-"+o.URL, o.URL, o.Fingerprint)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := agentsim.Enroll(ctx, o, token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	a, b := enroll(o1), enroll(o2)
+	ca, err := agentsim.Dial(ctx, o1, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cb, err := agentsim.Dial(ctx, o2, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cb.Close()
+	runOn := func(agent, want string) {
+		t.Helper()
+		var out bytes.Buffer
+		res, err := agentgw.NewExecutor(api, agent).Run(ctx, remote.Command{Cmd: "hostname", Stdout: &out})
+		if err != nil || res.ExitCode != 0 || out.String() != want {
+			t.Fatalf("agent %s: %v %+v %q, want %q", agent, err, res, out.String(), want)
+		}
+	}
+	runOn(a.ID, "a: hostname")
+	runOn(b.ID, "b: hostname")
+	// Agent a moves to the second gateway (its first one went away, say):
+	// the control plane still reaches it, without knowing where it is.
+	ca.Close()
+	o1moved := &agentsim.Options{URL: url2, Fingerprint: fp2, Respond: respond("a on 2")}
+	ca2, err := agentsim.Dial(ctx, o1moved, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ca2.Close()
+	runOn(a.ID, "a on 2: hostname")
+	runOn(b.ID, "b: hostname")
 }

@@ -37,7 +37,44 @@ type Options struct {
 	Logger      *slog.Logger
 	// RevalidateInterval overrides RevalidateInterval (tests).
 	RevalidateInterval time.Duration
+	// MaxAgents bounds the agents connected at once (default
+	// DefaultMaxAgents); MaxPending the connections upgraded but not yet
+	// authenticated (default DefaultMaxPending); ConnectTimeout how long a
+	// connection may take from the upgrade to its CONNECT being decided
+	// (default DefaultConnectTimeout).
+	MaxAgents      int
+	MaxPending     int
+	ConnectTimeout time.Duration
 }
+
+// Limits against hostile or broken clients. Every connection costs the
+// gateway memory before it has proven anything, so what an unauthenticated
+// peer can hold is bounded in number and time; what an authenticated agent
+// can queue is bounded per connection.
+const (
+	// DefaultMaxAgents: the budget is 10,000 agents per gateway
+	// (docs/benchmarks.md); beyond 20,000 a CONNECT is refused "server
+	// busy" and the agent retries with backoff, presumably on another
+	// gateway.
+	DefaultMaxAgents = 20000
+	// DefaultMaxPending: upgraded WebSockets whose CONNECT is not decided
+	// yet. Why 1,024: a whole fleet reconnecting after a gateway restart
+	// authenticates in a few hundred at a time (one KV read each), while
+	// a flood of idle sockets is refused with 503 before it costs more.
+	DefaultMaxPending = 1024
+	// DefaultConnectTimeout: from the upgrade until CONNECT is decided.
+	// Why 10 s: an agent sends CONNECT right after the upgrade; a
+	// slow-loris peer trickling bytes is cut off.
+	DefaultConnectTimeout = 10 * time.Second
+	// maxWritesPending is the queue of packets to one agent. Why 64: the
+	// gateway sends an agent only commands and cancels, one or two per
+	// job; mochi's default (8,192 slots) costs 64 KiB per connection.
+	maxWritesPending = 64
+	// receiveMaximum bounds unacknowledged QoS 1 messages per direction
+	// and connection (an agent streams output in 32 KiB chunks; 64 in
+	// flight is 2 MiB).
+	receiveMaximum = 64
+)
 
 // Gateway is a running agent gateway. Serve Handler() on the agent
 // listener; Close ends every agent connection.
@@ -70,6 +107,13 @@ func New(o Options) (*Gateway, error) {
 	caps.SharedSubAvailable = 0           //
 	caps.MinimumProtocolVersion = 5       // lcm-agent speaks MQTT 5 (user properties at enrollment)
 	caps.MaximumSessionExpiryInterval = 0 // no state kept for disconnected agents
+	caps.TopicAliasMaximum = 0            // aliases would be per-connection state a client controls
+	caps.SubIDAvailable = 0               //
+	caps.MaximumClientWritesPending = maxWritesPending
+	caps.ReceiveMaximum = receiveMaximum
+	caps.MaximumInflight = receiveMaximum
+	caps.MaximumMessageExpiryInterval = 0
+	caps.MaximumClients = int64(orDefault(o.MaxAgents, DefaultMaxAgents))
 	srv := mqtt.New(&mqtt.Options{
 		InlineClient: true,
 		Capabilities: caps,
@@ -77,7 +121,8 @@ func New(o Options) (*Gateway, error) {
 		// $SYS topics are unreachable for agents (ACL); publish them rarely.
 		SysTopicResendInterval: 3600,
 	})
-	g := &Gateway{srv: srv, ln: newWSListener(log), log: log, done: make(chan struct{}),
+	ln := newWSListener(log, orDefault(o.MaxPending, DefaultMaxPending), o.ConnectTimeout)
+	g := &Gateway{srv: srv, ln: ln, log: log, done: make(chan struct{}),
 		hook: &hook{creds: o.Credentials, bus: o.Bus, log: log}}
 	if err := srv.AddHook(g.hook, nil); err != nil {
 		return nil, fmt.Errorf("agentgw: %w", err)
@@ -94,7 +139,13 @@ func New(o Options) (*Gateway, error) {
 		_ = srv.Close()
 		return nil, err
 	}
-	g.unsub = unsub
+	unkick, err := o.Bus.SubscribeAgents(kickChannel, g.kick)
+	if err != nil {
+		_ = unsub()
+		_ = srv.Close()
+		return nil, err
+	}
+	g.unsub = func() error { _ = unkick(); return unsub() }
 	interval := o.RevalidateInterval
 	if interval <= 0 {
 		interval = RevalidateInterval
@@ -103,6 +154,13 @@ func New(o Options) (*Gateway, error) {
 	g.stop = cancel
 	go g.revalidate(ctx, interval)
 	return g, nil
+}
+
+func orDefault(v, d int) int {
+	if v > 0 {
+		return v
+	}
+	return d
 }
 
 // toAgent publishes a command envelope from NATS to the agent's cmd topic.
@@ -114,6 +172,44 @@ func (g *Gateway) toAgent(agentID string, data []byte) {
 	}
 	if err := g.srv.Publish(agentproto.Topic(agentID, agentproto.ChannelCmd), data, false, 1); err != nil {
 		g.log.Warn("command not published to agent", "agent_id", agentID, "err", err)
+	}
+}
+
+// kickChannel is the NATS-only channel (lcm.agent.<id>.kick, never an MQTT
+// topic) on which the control plane asks every gateway to recheck one
+// agent's record at once, after it replaced or revoked its credentials.
+const kickChannel = "kick"
+
+// Kick asks every gateway to recheck agentID's record now and disconnect
+// it if the record no longer admits its connection (instead of at the next
+// revalidation round).
+func Kick(b Messenger, agentID string) error {
+	return b.PublishAgent(agentID, kickChannel, []byte(`{}`))
+}
+
+// kick rechecks one connected agent; the payload is ignored (the record
+// decides, so a stray message can disconnect nobody who is still valid).
+func (g *Gateway) kick(agentID string, _ []byte) {
+	cl, ok := g.srv.Clients.Get(agentID)
+	if !ok || cl.Net.Inline || cl.Closed() {
+		return
+	}
+	v, ok := g.hook.sessions.Load(cl.ID)
+	hash, _ := v.(string)
+	err := ErrUnknownAgent
+	if ok {
+		ctx, cancel := context.WithTimeout(context.Background(), authTimeout)
+		err = stillValid(ctx, g.hook.creds, cl.ID, hash)
+		cancel()
+	}
+	switch {
+	case err == nil:
+	case errors.Is(err, ErrUnknownAgent) || errors.Is(err, ErrRevoked) || errors.Is(err, ErrBadSecret):
+		g.log.Warn("agent disconnected on request: credentials no longer valid", "agent_id", cl.ID, "err", err)
+		_ = g.srv.DisconnectClient(cl, packets.ErrNotAuthorized)
+	default:
+		// A transient error: the next revalidation round decides.
+		g.log.Warn("agent recheck on request skipped", "agent_id", cl.ID, "err", err)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"io"
+	"log"
 	"log/slog"
 	"net/http/httptest"
 	"os"
@@ -40,6 +41,14 @@ func testLogger() *slog.Logger {
 
 func newEnv(t *testing.T, revalidate time.Duration) *env {
 	t.Helper()
+	return newEnvWith(t, Options{RevalidateInterval: revalidate})
+}
+
+// newEnvWith starts a gateway with o (Bus, Credentials and Logger are set
+// here) behind an HTTPS server configured like the agent listeners of
+// lcm-api and lcm-agentgw (ReadHeaderTimeout bounds the TLS handshake).
+func newEnvWith(t *testing.T, o Options) *env {
+	t.Helper()
 	ctx := context.Background()
 	b, err := bus.Open(ctx, bus.Options{DataDir: t.TempDir(), Logger: testLogger()})
 	if err != nil {
@@ -49,11 +58,15 @@ func newEnv(t *testing.T, revalidate time.Duration) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gw, err := New(Options{Bus: b, Credentials: creds, Logger: testLogger(), RevalidateInterval: revalidate})
+	o.Bus, o.Credentials, o.Logger = b, creds, testLogger()
+	gw, err := New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewTLSServer(gw.Handler())
+	srv := httptest.NewUnstartedServer(gw.Handler())
+	srv.Config.ReadHeaderTimeout = 5 * time.Second
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // hostile tests cause TLS handshake errors by the thousand
+	srv.StartTLS()
 	t.Cleanup(func() {
 		gw.Close()
 		srv.Close()

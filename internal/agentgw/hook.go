@@ -122,6 +122,12 @@ func (h *hook) OnPublish(cl *mqtt.Client, pk packets.Packet) (out packets.Packet
 	if !ok || id != string(cl.Properties.Username) {
 		return pk, packets.ErrNotAuthorized
 	}
+	if pk.FixedHeader.Retain {
+		// The broker keeps nothing (RetainAvailable 0); an agent never
+		// retains, so a retained message is not forwarded either.
+		h.log.Warn("agent message refused: retained", "agent_id", id, "channel", ch)
+		return pk, packets.ErrRetainNotSupported
+	}
 	if err := checkPayload(ch, pk.Payload); err != nil {
 		h.log.Warn("agent message refused", "agent_id", id, "channel", ch, "err", err)
 		return pk, packets.ErrPayloadFormatInvalid
@@ -158,6 +164,9 @@ func checkPayload(ch agentproto.Channel, b []byte) error {
 }
 
 func (h *hook) OnSessionEstablished(cl *mqtt.Client, _ packets.Packet) {
+	if c, ok := cl.Net.Conn.(*wsConn); ok {
+		c.decided()
+	}
 	if !cl.Net.Inline {
 		h.log.Info("agent connected", "agent_id", cl.ID, "remote", cl.Net.Remote)
 	}

@@ -31,15 +31,31 @@ type wsListener struct {
 	closed    bool
 	conns     map[*wsConn]struct{} // open connections, closed by shutdown
 	active    sync.WaitGroup       // ServeHTTP calls inside establish
+	// pending counts connections whose CONNECT is not decided yet; above
+	// maxPending an upgrade is refused with 503.
+	pending, maxPending int
+	connectTimeout      time.Duration
 }
 
-func newWSListener(log *slog.Logger) *wsListener {
+// wsBufferPool is shared by every connection's WebSocket writes: an idle
+// agent holds no write buffer.
+var wsBufferPool = &sync.Pool{}
+
+func newWSListener(log *slog.Logger, maxPending int, connectTimeout time.Duration) *wsListener {
+	if connectTimeout <= 0 {
+		connectTimeout = DefaultConnectTimeout
+	}
 	return &wsListener{
-		log:   log,
-		conns: map[*wsConn]struct{}{},
+		log:            log,
+		conns:          map[*wsConn]struct{}{},
+		maxPending:     maxPending,
+		connectTimeout: connectTimeout,
 		upgrader: websocket.Upgrader{
 			Subprotocols:     []string{"mqtt"},
 			HandshakeTimeout: 10 * time.Second,
+			ReadBufferSize:   2048,
+			WriteBufferSize:  2048,
+			WriteBufferPool:  wsBufferPool,
 			// Agents are programs, not browsers, and send no Origin. A
 			// request with one comes from a web page: refuse it, so no
 			// site can reach the gateway through a visitor's browser.
@@ -94,11 +110,25 @@ func (l *wsListener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSONError(w, http.StatusBadRequest, "/mqtt expects a WebSocket upgrade (subprotocol mqtt)", "bad_request")
 		return
 	}
+	l.mu.Lock()
+	if l.pending >= l.maxPending {
+		l.mu.Unlock()
+		w.Header().Set("Retry-After", "5")
+		writeJSONError(w, http.StatusServiceUnavailable, "too many agent connections being established; retry", "busy")
+		return
+	}
+	l.pending++
+	l.mu.Unlock()
+	conn := &wsConn{l: l}
+	defer conn.decided()
 	c, err := l.upgrader.Upgrade(w, r, nil)
 	if err != nil {
 		return // the upgrader has answered
 	}
 	defer c.Close()
+	// Bounded until the CONNECT is decided; mochi then sets the deadline
+	// from the agent's keepalive.
+	_ = c.UnderlyingConn().SetDeadline(time.Now().Add(l.connectTimeout))
 	if c.Subprotocol() != "mqtt" {
 		_ = c.WriteControl(websocket.CloseMessage,
 			websocket.FormatCloseMessage(websocket.ClosePolicyViolation, "subprotocol mqtt required"), time.Now().Add(time.Second))
@@ -106,7 +136,7 @@ func (l *wsListener) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// One MQTT packet per WebSocket message; leave room for framing.
 	c.SetReadLimit(agentproto.MaxMessageBytes + 64<<10)
-	conn := &wsConn{Conn: c.UnderlyingConn(), c: c}
+	conn.Conn, conn.c = c.UnderlyingConn(), c
 	l.mu.Lock()
 	establish, closed := l.establish, l.closed
 	if establish == nil || closed {
@@ -136,9 +166,24 @@ var errNotBinary = errors.New("agentgw: websocket message is not binary")
 // from. Deadlines and addresses come from the underlying connection.
 type wsConn struct {
 	net.Conn
-	c  *websocket.Conn
-	r  io.Reader  // current message, nil between messages
-	wm sync.Mutex // gorilla allows one concurrent writer
+	c    *websocket.Conn
+	l    *wsListener
+	once sync.Once
+	r    io.Reader  // current message, nil between messages
+	wm   sync.Mutex // gorilla allows one concurrent writer
+}
+
+// decided releases the connection's place among the pending ones (once:
+// at authentication or when the connection ends).
+func (ws *wsConn) decided() {
+	if ws.l == nil {
+		return
+	}
+	ws.once.Do(func() {
+		ws.l.mu.Lock()
+		ws.l.pending--
+		ws.l.mu.Unlock()
+	})
 }
 
 func (ws *wsConn) Read(p []byte) (int, error) {

@@ -8,6 +8,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/lcmproject/lcm/internal/safe"
 )
 
 // Agent messaging and the agent credential bucket, for the agent gateway
@@ -29,7 +31,9 @@ func (b *Bus) PublishAgent(agentID, channel string, data []byte) error {
 // SubscribeAgent calls fn for every message on one agent's channel, in
 // order, from one goroutine. The returned func unsubscribes.
 func (b *Bus) SubscribeAgent(agentID, channel string, fn func(data []byte)) (func() error, error) {
-	sub, err := b.NC.Subscribe(AgentSubject(agentID, channel), func(m *nats.Msg) { fn(m.Data) })
+	sub, err := b.NC.Subscribe(AgentSubject(agentID, channel), func(m *nats.Msg) {
+		safe.Do("agent subscriber", func() { fn(m.Data) })
+	})
 	if err != nil {
 		return nil, fmt.Errorf("bus: subscribe agent %s %s: %w", agentID, channel, err)
 	}
@@ -52,7 +56,7 @@ func (b *Bus) SubscribeAgents(channel string, fn func(agentID string, data []byt
 		if len(parts) != 4 {
 			return
 		}
-		fn(parts[2], m.Data)
+		safe.Do("agents subscriber", func() { fn(parts[2], m.Data) })
 	})
 	if err != nil {
 		return nil, fmt.Errorf("bus: subscribe agents %s: %w", channel, err)

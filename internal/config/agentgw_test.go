@@ -1,0 +1,22 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestAgentGatewayAccounts: nats.agent_gateways needs user and password,
+// and its passwords are masked in every dump.
+func TestAgentGatewayAccounts(t *testing.T) {
+	cfg := Defaults()
+	cfg.JWTSecret = strings.Repeat("x", 32)
+	cfg.NATS.AgentGateways = []NATSAccount{{User: "gw", Password: "gw-secret"}, {User: "nopass"}}
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "nats.agent_gateways[1]") ||
+		strings.Contains(err.Error(), "nats.agent_gateways[0]") {
+		t.Fatalf("validation: %v", err)
+	}
+	r := cfg.Redacted()
+	if r.NATS.AgentGateways[0].Password != "***" || cfg.NATS.AgentGateways[0].Password != "gw-secret" {
+		t.Fatalf("redacted %+v, original %+v", r.NATS.AgentGateways, cfg.NATS.AgentGateways)
+	}
+}
