@@ -15,7 +15,7 @@ trap cleanup EXIT
 command -v ansible >/dev/null || { echo "ansible not installed (apt-get install ansible)" >&2; exit 1; }
 (cd "$ROOT" && go build -o "$TMP/fleetsim" ./cmd/fleetsim)
 ulimit -n "$(ulimit -Hn)"
-"$TMP/fleetsim" -n "$N" -latency 0 >"$TMP/hosts.json" &
+"$TMP/fleetsim" -n "$N" -latency 0 -pristine=false >"$TMP/hosts.json" &
 SIM_PID=$!
 for _ in $(seq 100); do
   [ "$(wc -l <"$TMP/hosts.json")" -ge "$N" ] && break

@@ -1,6 +1,12 @@
-// Command fleetsim runs a simulated fleet of Debian hosts (see
-// internal/fleetsim) for benchmarks, load tests and demos, and prints one
-// JSON object per line: {"index","addr","host_key","fingerprint"}.
+// Command fleetsim runs a simulated fleet of Debian 12 hosts (see
+// internal/fleetsim, DebianTable) for benchmarks, load tests and demos, and
+// prints one JSON object per line: {"index","addr","host_key","fingerprint"}.
+// The hosts answer everything LCM runs — probe, join and its proof, facts,
+// inventory, package actions, reboot — so they can be onboarded through the
+// API like real servers: join them with any bootstrap user (any password or
+// key is accepted) and the pinned host key from the probe. With -pristine
+// (the default) the management user lcm exists only after the join and
+// logs in only with the key the join installed.
 package main
 
 import (
@@ -45,9 +51,17 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.Float64Var(&cfg.FailRate, "fail-rate", 0, "chance in [0,1] that an apt command fails with exit 100")
 	fs.IntVar(&cfg.Packages, "packages", 400, "packages dpkg-query lists")
 	fs.Int64Var(&cfg.Seed, "seed", 1, "seed of the host keys and failures")
+	fs.BoolVar(&cfg.Pristine, "pristine", true, "hosts start unjoined: user lcm exists only after LCM's join, with the key it installed")
+	fs.DurationVar(&cfg.RebootDowntime, "reboot-downtime", 2*time.Second, "how long a rebooting host refuses SSH")
+	var o fleetsim.DebianOptions
+	fs.IntVar(&o.Upgradable, "upgradable", 40, "packages apt lists as upgradable")
+	fs.IntVar(&o.Security, "security", 12, "of them from bookworm-security")
+	fs.DurationVar(&o.UpgradeTime, "upgrade-time", 0, "duration of the security upgrade script (0: -latency)")
+	fs.BoolVar(&o.KeepPending, "keep-pending", false, "upgrades succeed but change nothing, so repeated runs do the same work (benchmark rounds)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	cfg.Responders = fleetsim.DebianTable(o)
 	if cfg.N > 900 {
 		raiseNoFile(uint64(cfg.N)*3 + 256)
 	}

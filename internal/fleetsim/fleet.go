@@ -51,6 +51,17 @@ type Config struct {
 	// OnExec, when set, is called as each exec request arrives, before the
 	// responder runs (benchmarks time dispatch with it).
 	OnExec func(inst *Instance, cmd string)
+	// Pristine hosts start like a fresh Debian install: the management
+	// user (ManagementUser) does not exist and has no sudo rule until LCM's
+	// join script creates them, and it then logs in only with the key the
+	// join installed. Other users (the bootstrap login) are accepted with
+	// any key or password unless AuthorizedKey is set. Without Pristine
+	// every host looks already joined (the default for load tests that
+	// add servers straight to the store).
+	Pristine bool
+	// RebootDowntime is how long a host refuses SSH after a reboot takes
+	// effect (default 2 s).
+	RebootDowntime time.Duration
 }
 
 // Instance is one simulated host.
@@ -65,6 +76,9 @@ type Instance struct {
 	ln     net.Listener
 	config *ssh.ServerConfig
 	execs  atomic.Int64
+
+	mu    sync.Mutex
+	state hostState
 }
 
 // AuthorizedHostKey is the instance's host key as an authorized_keys line,
@@ -86,7 +100,7 @@ type Fleet struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	mu     sync.Mutex
-	conns  map[net.Conn]struct{}
+	conns  map[net.Conn]*Instance
 	dials  atomic.Int64
 }
 
@@ -111,7 +125,7 @@ func Start(cfg Config) (*Fleet, error) {
 	if cfg.Packages <= 0 {
 		cfg.Packages = 400
 	}
-	f := &Fleet{cfg: cfg, table: cfg.Responders, conns: make(map[net.Conn]struct{})}
+	f := &Fleet{cfg: cfg, table: cfg.Responders, conns: make(map[net.Conn]*Instance)}
 	if f.table == nil {
 		f.table = DefaultTable()
 	}
@@ -130,8 +144,10 @@ func Start(cfg Config) (*Fleet, error) {
 		inst := &Instance{
 			Index: i, Hostname: fmt.Sprintf("sim-%04d", i), Addr: ln.Addr().String(),
 			HostKey: signer.PublicKey(), Fingerprint: ssh.FingerprintSHA256(signer.PublicKey()),
-			fleet: f, ln: ln, config: f.serverConfig(signer),
+			fleet: f, ln: ln,
 		}
+		inst.state = newHostState(cfg.Pristine)
+		inst.config = f.serverConfig(inst, signer)
 		f.Instances = append(f.Instances, inst)
 		f.wg.Add(1)
 		go inst.accept()
@@ -152,20 +168,64 @@ func (f *Fleet) DropConnections() {
 	}
 }
 
+// dropInstance closes the open connections of one instance (a reboot).
+func (f *Fleet) dropInstance(inst *Instance) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for c, owner := range f.conns {
+		if owner == inst {
+			c.Close()
+		}
+	}
+}
+
 // Close stops all instances and waits for their goroutines.
 func (f *Fleet) Close() error {
 	f.cancel()
 	for _, inst := range f.Instances {
-		inst.ln.Close()
+		if inst.ln != nil { // nil for Hosts
+			inst.ln.Close()
+		}
 	}
 	f.DropConnections()
 	f.wg.Wait()
 	return nil
 }
 
-func (f *Fleet) serverConfig(signer ssh.Signer) *ssh.ServerConfig {
+func (f *Fleet) serverConfig(inst *Instance, signer ssh.Signer) *ssh.ServerConfig {
 	c := &ssh.ServerConfig{}
-	if f.cfg.AuthorizedKey != nil {
+	if f.cfg.Pristine {
+		want := f.cfg.AuthorizedKey
+		c.PublicKeyCallback = func(m ssh.ConnMetadata, k ssh.PublicKey) (*ssh.Permissions, error) {
+			if inst.managedUser(m.User()) {
+				if inst.keyAuthorized(m.User(), k) {
+					return nil, nil
+				}
+				return nil, errors.New("fleetsim: key not in the user's authorized_keys")
+			}
+			if want == nil || string(k.Marshal()) == string(want.Marshal()) {
+				return nil, nil
+			}
+			return nil, errors.New("fleetsim: key not authorized")
+		}
+		if want == nil {
+			// Bootstrap logins need no credential at all ("none"), as on the
+			// non-pristine hosts; the management user always needs its key.
+			c.NoClientAuth = true
+			c.NoClientAuthCallback = func(m ssh.ConnMetadata) (*ssh.Permissions, error) {
+				if inst.managedUser(m.User()) {
+					return nil, errors.New("fleetsim: the management user needs its key")
+				}
+				return nil, nil
+			}
+			c.PasswordCallback = func(m ssh.ConnMetadata, _ []byte) (*ssh.Permissions, error) {
+				if inst.managedUser(m.User()) {
+					return nil, errors.New("fleetsim: the management user has no password")
+				}
+				return nil, nil
+			}
+		}
+	} else if f.cfg.AuthorizedKey != nil {
 		want := f.cfg.AuthorizedKey.Marshal()
 		c.PublicKeyCallback = func(_ ssh.ConnMetadata, k ssh.PublicKey) (*ssh.Permissions, error) {
 			if string(k.Marshal()) == string(want) {
@@ -190,8 +250,12 @@ func (i *Instance) accept() {
 			return
 		}
 		f := i.fleet
+		if i.down() {
+			conn.Close() // rebooting: the port refuses
+			continue
+		}
 		f.mu.Lock()
-		f.conns[conn] = struct{}{}
+		f.conns[conn] = i
 		f.mu.Unlock()
 		f.dials.Add(1)
 		f.wg.Add(1)
@@ -229,7 +293,7 @@ func (i *Instance) serveConn(conn net.Conn) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			i.serveSession(ch, creqs)
+			i.serveSession(ch, creqs, sc.User())
 		}()
 	}
 }

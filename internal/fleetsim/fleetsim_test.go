@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 
@@ -54,7 +55,12 @@ func TestResponders(t *testing.T) {
 		{"uname -r", false, "", 0, "6.1.0-31-amd64\n"},
 		{"cat /etc/os-release", false, "", 0, "VERSION_CODENAME=bookworm"},
 		{"true", true, "", 0, ""},
-		{"id -u", true, "", 0, "uid=0(root)"},
+		{"id -u", true, "", 0, "0\n"},
+		{"id", true, "", 0, "uid=0(root) gid=0(root) groups=0(root)\n"},
+		{"id -un && sudo -n true && echo ok", false, "", 0, "lcm\nok\n"},
+		{"false || echo fallback", false, "", 0, "fallback\n"},
+		{"false && echo never", false, "", 1, ""},
+		{"sudo -n cat /etc/sudoers.d/lcm", false, "", 0, "lcm ALL=(ALL:ALL) NOPASSWD: ALL\n"},
 		{`dpkg-query -W -f '${Package} ${Version}\n'`, false, "", 0, "apt 1.1.1-1+deb12u1\n"},
 		{"apt-get -y upgrade", true, "", 0, "Setting up "},
 		{"cat", false, "piped\n", 0, "piped\n"},
@@ -101,5 +107,44 @@ func TestCustomResponderAndAbort(t *testing.T) {
 	cancel()
 	if _, err := c.Run(ctx, remote.Command{Cmd: "sleep 100"}); !errors.Is(err, remote.ErrAborted) {
 		t.Fatalf("err %v", err)
+	}
+}
+
+// TestPinnedListRefresh: a test's catch-all for apt-get, registered after
+// the defaults, keeps answering the upgrade only; the list age and the list
+// refresh that precede every upgrade keep the pinned default answers, and a
+// later Pin overrides those.
+func TestPinnedListRefresh(t *testing.T) {
+	table := fleetsim.DefaultTable()
+	table.HandleFunc(func(cmd string) bool { return strings.Contains(cmd, "apt-get") }, func(ctx context.Context, r *fleetsim.Request) int {
+		_, _ = io.WriteString(r.Stdout, "catch-all\n")
+		return 0
+	})
+	f, err := fleetsim.Start(fleetsim.Config{N: 1, Responders: table})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	c := client(t, f.Instances[0])
+	runOut := func(cmd string) (string, int) {
+		var out bytes.Buffer
+		res, err := c.Run(context.Background(), remote.Command{Cmd: cmd, Stdout: &out})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.String(), res.ExitCode
+	}
+	if out, _ := runOut("sudo -n env DEBIAN_FRONTEND=noninteractive apt-get -y -q -o APT::Update::Error-Mode=any update"); !strings.HasPrefix(out, "Hit:1 ") {
+		t.Fatalf("list refresh answered %q", out)
+	}
+	if out, _ := runOut("date +%s; stat -c %Y -- /var/lib/apt/lists/*Release 2>/dev/null; exit 0"); strings.Count(out, "\n") != 3 {
+		t.Fatalf("lists age answered %q", out)
+	}
+	if out, _ := runOut("sudo -n env DEBIAN_FRONTEND=noninteractive apt-get -y -q upgrade"); out != "catch-all\n" {
+		t.Fatalf("upgrade answered %q", out)
+	}
+	table.Pin(fleetsim.IsListRefresh, func(ctx context.Context, r *fleetsim.Request) int { return 100 })
+	if _, code := runOut("sudo -n apt-get update"); code != 100 {
+		t.Fatalf("overriding pin: exit %d", code)
 	}
 }

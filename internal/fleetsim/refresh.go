@@ -32,7 +32,8 @@ type RefreshOptions struct {
 // HandleRefresh registers on t what LCM's refresh job runs on an APT host:
 // the facts collector (recorded Debian 12 output), dpkg-query with any
 // -f format (Config.Packages packages, rendered once per format and
-// cached), and `apt-get -s … upgrade|dist-upgrade` (Inst/Conf lines). The
+// cached), and `apt-get -s … upgrade|dist-upgrade` (Inst/Conf lines); the
+// default table answers the package lists' age and refresh. The
 // answers are instant apart from Config.Latency.
 func HandleRefresh(t *Table, o RefreshOptions) {
 	if o.Upgradable <= 0 {
@@ -56,8 +57,8 @@ func HandleRefresh(t *Table, o RefreshOptions) {
 			return 137
 		}
 		format := dpkgFormat(r.Cmd)
-		n := r.Config.Packages
-		_, _ = io.WriteString(r.Stdout, cached(fmt.Sprintf("dpkg/%d/%s", n, format), func() string { return renderDpkg(format, n) }))
+		n, up := r.Config.Packages, r.Instance.Upgraded()
+		_, _ = io.WriteString(r.Stdout, cached(fmt.Sprintf("dpkg/%d/%d/%s", n, up, format), func() string { return renderDpkg(format, n, up) }))
 		return 0
 	})
 	// No package is held on a simulated server.
@@ -68,8 +69,8 @@ func HandleRefresh(t *Table, o RefreshOptions) {
 		if !sleepCtx(ctx, r.Config.Latency) {
 			return 137
 		}
-		n := min(o.Upgradable, r.Config.Packages)
-		_, _ = io.WriteString(r.Stdout, cached(fmt.Sprintf("sim/%d", n), func() string { return renderAptSimulate(n, o.Security) }))
+		n, up := min(o.Upgradable, r.Config.Packages), r.Instance.Upgraded()
+		_, _ = io.WriteString(r.Stdout, cached(fmt.Sprintf("sim/%d/%d", n, up), func() string { return renderAptSimulate(n, o.Security, up) }))
 		return 0
 	})
 	t.HandleFunc(func(cmd string) bool { return strings.Contains(cmd, factsMarker) }, simple(func(r *Request) (string, int) {
@@ -95,10 +96,15 @@ func dpkgFormat(cmd string) string {
 	return strings.NewReplacer(`\t`, "\t", `\n`, "\n").Replace(format)
 }
 
-func renderDpkg(format string, n int) string {
+// renderDpkg lists n packages in format; the first upgraded of them at
+// their upgraded version.
+func renderDpkg(format string, n, upgraded int) string {
 	var b strings.Builder
 	for i := 0; i < n; i++ {
 		p := packageAt(i)
+		if i < upgraded {
+			p.version += ".1"
+		}
 		b.WriteString(strings.NewReplacer(
 			"${Package}", p.name, "${binary:Package}", p.name+":"+p.arch, "${Version}", p.version,
 			"${Architecture}", p.arch, "${Status}", "install ok installed",
@@ -110,26 +116,31 @@ func renderDpkg(format string, n int) string {
 }
 
 // renderAptSimulate prints `apt-get -s dist-upgrade` output upgrading the
-// first n installed packages, the first sec of them from bookworm-security.
-func renderAptSimulate(n, sec int) string {
+// first n installed packages, the first sec of them from bookworm-security,
+// except the first done of them, which are upgraded already.
+func renderAptSimulate(n, sec, done int) string {
 	var b strings.Builder
 	b.WriteString("Reading package lists...\nBuilding dependency tree...\nReading state information...\nCalculating upgrade...\n")
+	if done >= n {
+		b.WriteString("0 upgraded, 0 newly installed, 0 to remove and 0 not upgraded.\n")
+		return b.String()
+	}
 	b.WriteString("The following packages will be upgraded:\n")
-	for i := 0; i < n; i++ {
+	for i := done; i < n; i++ {
 		b.WriteString("  " + packageAt(i).name + "\n")
 	}
-	fmt.Fprintf(&b, "%d upgraded, 0 newly installed, 0 to remove and 0 not upgraded.\n", n)
+	fmt.Fprintf(&b, "%d upgraded, 0 newly installed, 0 to remove and 0 not upgraded.\n", n-done)
 	origin := func(i int) string {
 		if i < sec {
 			return "Debian:12.12/stable, Debian-Security:12/stable-security [amd64]"
 		}
 		return "Debian:12.12/stable [amd64]"
 	}
-	for i := 0; i < n; i++ {
+	for i := done; i < n; i++ {
 		p := packageAt(i)
 		fmt.Fprintf(&b, "Inst %s [%s] (%s %s)\n", p.name, p.version, p.version+".1", origin(i))
 	}
-	for i := 0; i < n; i++ {
+	for i := done; i < n; i++ {
 		p := packageAt(i)
 		fmt.Fprintf(&b, "Conf %s (%s %s)\n", p.name, p.version+".1", origin(i))
 	}
