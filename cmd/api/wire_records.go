@@ -12,6 +12,7 @@ import (
 	"github.com/lcmproject/lcm/internal/bus"
 	"github.com/lcmproject/lcm/internal/dnsserver"
 	"github.com/lcmproject/lcm/internal/recordsvc"
+	"github.com/lcmproject/lcm/internal/safe"
 )
 
 // dnsSyncZones is the most zones a change may touch for the DNS rebuild to
@@ -44,6 +45,7 @@ func (a *app) wireRecords(ctx context.Context) (*recordsvc.Service, error) {
 			return nil, fmt.Errorf("DNS listener on %s (dns.listen): %w", a.cfg.DNS.Listen, err)
 		}
 		refresh := func(ctx context.Context, ids []string) {
+			defer safe.Recover("dns zone rebuild")
 			if err := sync.Refresh(ctx, ids); err != nil {
 				a.log.Error("DNS zones not rebuilt", "zones", len(ids), "err", err)
 			}
@@ -66,6 +68,7 @@ func (a *app) wireRecords(ctx context.Context) (*recordsvc.Service, error) {
 			return nil, err
 		}
 		go func() { <-ctx.Done(); stop() }()
+		svc.SetListener(srv, allow)
 		a.log.Info("DNS listener started", "addr", srv.Addr(), "zones", len(srv.Current().Zones()))
 	}
 	svc.OnChange(func(_ context.Context, ids []string) {

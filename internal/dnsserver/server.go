@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/lcmproject/lcm/internal/safe"
 )
 
 // Timeouts and sizes of the listener.
@@ -111,6 +113,7 @@ func (s *Server) Start(ctx context.Context) error {
 	for _, srv := range []*dns.Server{s.udp, s.tcp} {
 		srv.NotifyStartedFunc = func() { started <- nil }
 		go func() {
+			defer safe.Recover("dns listener")
 			if err := srv.ActivateAndServe(); err != nil {
 				s.log.Error("dns listener stopped", "err", err)
 				started <- err

@@ -7,6 +7,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 
+	"github.com/lcmproject/lcm/internal/audit"
 	"github.com/lcmproject/lcm/internal/domain"
 	"github.com/lcmproject/lcm/internal/recordsvc"
 )
@@ -68,6 +69,7 @@ func (s *Server) createProject(c *gin.Context) {
 		return
 	}
 	p, err := s.recs().CreateProject(c.Request.Context(), principal(c), recordsvc.ProjectInput(req))
+	s.note(c, "project.create", audit.Target("project", p.ID), map[string]any{"name": p.Name})
 	s.answer(c, http.StatusCreated, toProjectDTO(p), err)
 }
 
@@ -92,6 +94,7 @@ func (s *Server) updateProject(c *gin.Context) {
 		return
 	}
 	p, err := s.recs().UpdateProject(c.Request.Context(), principal(c), id, recordsvc.ProjectInput(req))
+	s.note(c, "project.update", audit.Target("project", id), map[string]any{"name": p.Name})
 	s.answer(c, http.StatusOK, toProjectDTO(p), err)
 }
 
@@ -100,6 +103,7 @@ func (s *Server) deleteProject(c *gin.Context) {
 	if !ok {
 		return
 	}
+	s.note(c, "project.delete", audit.Target("project", id), nil)
 	s.answer(c, http.StatusNoContent, nil, s.recs().DeleteProject(c.Request.Context(), principal(c), id))
 }
 
@@ -128,6 +132,7 @@ func (s *Server) addMember(c *gin.Context) {
 		return
 	}
 	m, err := s.recs().AddMember(c.Request.Context(), principal(c), id, recordsvc.MemberInput{UserID: user, Role: req.Role})
+	s.note(c, "project.member_add", audit.Target("project", id), map[string]any{"user_id": user, "role": req.Role})
 	s.answer(c, http.StatusCreated, toMemberDTO(m), err)
 }
 
@@ -142,6 +147,7 @@ func (s *Server) updateMember(c *gin.Context) {
 		return
 	}
 	m, err := s.recs().UpdateMember(c.Request.Context(), principal(c), ids[0], ids[1], req.Role)
+	s.note(c, "project.member_update", audit.Target("project", ids[0]), map[string]any{"user_id": ids[1], "role": req.Role})
 	s.answer(c, http.StatusOK, toMemberDTO(m), err)
 }
 
@@ -150,6 +156,7 @@ func (s *Server) removeMember(c *gin.Context) {
 	if !ok {
 		return
 	}
+	s.note(c, "project.member_remove", audit.Target("project", ids[0]), map[string]any{"user_id": ids[1]})
 	s.answer(c, http.StatusNoContent, nil, s.recs().RemoveMember(c.Request.Context(), principal(c), ids[0], ids[1]))
 }
 
@@ -176,6 +183,7 @@ func (s *Server) createZone(c *gin.Context) {
 		return
 	}
 	z, err := s.recs().CreateZone(c.Request.Context(), principal(c), id, req.input())
+	s.note(c, "zone.create", audit.Target("zone", z.ID), map[string]any{"project_id": id, "name": z.Name})
 	s.answer(c, http.StatusCreated, toZoneDTO(z), err)
 }
 
@@ -204,6 +212,7 @@ func (s *Server) updateZone(c *gin.Context) {
 		return
 	}
 	z, err := s.recs().UpdateZone(c.Request.Context(), principal(c), id, req.input())
+	s.note(c, "zone.update", audit.Target("zone", id), map[string]any{"name": z.Name})
 	s.answer(c, http.StatusOK, toZoneDTO(z), err)
 }
 
@@ -212,6 +221,7 @@ func (s *Server) deleteZone(c *gin.Context) {
 	if !ok {
 		return
 	}
+	s.note(c, "zone.delete", audit.Target("zone", id), nil)
 	s.answer(c, http.StatusNoContent, nil, s.recs().DeleteZone(c.Request.Context(), principal(c), id))
 }
 
@@ -250,6 +260,7 @@ func (s *Server) createRecordSet(c *gin.Context) {
 		return
 	}
 	set, err := s.recs().CreateRecordSet(c.Request.Context(), principal(c), id, fromSetDTO(req))
+	s.note(c, "record_set.create", audit.Target("record_set", set.ID), map[string]any{"zone_id": id, "name": req.Name, "type": req.Type})
 	s.answer(c, http.StatusCreated, toZoneSetDTO(set), err)
 }
 
@@ -260,6 +271,7 @@ func (s *Server) updateRecordSet(c *gin.Context) {
 		return
 	}
 	set, err := s.recs().UpdateRecordSet(c.Request.Context(), principal(c), ids[0], ids[1], fromSetDTO(req))
+	s.note(c, "record_set.update", audit.Target("record_set", ids[1]), map[string]any{"zone_id": ids[0], "name": req.Name, "type": req.Type})
 	s.answer(c, http.StatusOK, toZoneSetDTO(set), err)
 }
 
@@ -268,6 +280,7 @@ func (s *Server) deleteRecordSet(c *gin.Context) {
 	if !ok {
 		return
 	}
+	s.note(c, "record_set.delete", audit.Target("record_set", ids[1]), map[string]any{"zone_id": ids[0]})
 	s.answer(c, http.StatusNoContent, nil, s.recs().DeleteRecordSet(c.Request.Context(), principal(c), ids[0], ids[1]))
 }
 
@@ -283,6 +296,7 @@ func (s *Server) createTemplate(c *gin.Context) {
 		return
 	}
 	t, err := s.recs().CreateTemplate(c.Request.Context(), principal(c), id, recordsvc.TemplateInput{Name: req.Name, Sets: fromSetDTOs(req.Sets)})
+	s.note(c, "template.create", audit.Target("template", t.ID), map[string]any{"project_id": id, "name": req.Name})
 	s.answer(c, http.StatusCreated, toTemplateDTO(t), err)
 }
 
@@ -311,6 +325,7 @@ func (s *Server) updateTemplate(c *gin.Context) {
 		return
 	}
 	t, err := s.recs().UpdateTemplate(c.Request.Context(), principal(c), id, recordsvc.TemplateInput{Name: req.Name, Sets: fromSetDTOs(req.Sets)})
+	s.note(c, "template.update", audit.Target("template", id), map[string]any{"name": req.Name})
 	s.answer(c, http.StatusOK, toTemplateDTO(t), err)
 }
 
@@ -319,6 +334,7 @@ func (s *Server) deleteTemplate(c *gin.Context) {
 	if !ok {
 		return
 	}
+	s.note(c, "template.delete", audit.Target("template", id), nil)
 	s.answer(c, http.StatusNoContent, nil, s.recs().DeleteTemplate(c.Request.Context(), principal(c), id))
 }
 
@@ -345,6 +361,7 @@ func (s *Server) applyTemplate(c *gin.Context) {
 		return
 	}
 	rep, err := s.recs().ApplyTemplate(c.Request.Context(), principal(c), id, zoneID)
+	s.note(c, "template.apply", audit.Target("template", id), map[string]any{"zone_id": zoneID})
 	s.answer(c, http.StatusOK, toReportDTO(rep), err)
 }
 
@@ -363,6 +380,7 @@ func (s *Server) createSyncGroup(c *gin.Context) {
 		return
 	}
 	g, err := s.recs().CreateSyncGroup(c.Request.Context(), principal(c), recordsvc.SyncGroupInput{Name: req.Name, Priority: *req.Priority})
+	s.note(c, "sync_group.create", audit.Target("sync_group", g.ID), map[string]any{"name": req.Name, "priority": *req.Priority})
 	s.answer(c, http.StatusCreated, toSyncGroupDTO(g), err)
 }
 
@@ -390,6 +408,7 @@ func (s *Server) addSyncGroupMember(c *gin.Context) {
 		return
 	}
 	rep, err := s.recs().AddSyncGroupMember(c.Request.Context(), principal(c), id, zoneID)
+	s.note(c, "sync_group.member_add", audit.Target("sync_group", id), map[string]any{"zone_id": zoneID})
 	s.answer(c, http.StatusOK, toReportDTO(rep), err)
 }
 
@@ -402,6 +421,7 @@ func (s *Server) removeSyncGroupMember(c *gin.Context) {
 	if !ok {
 		return
 	}
+	s.note(c, "sync_group.member_remove", audit.Target("sync_group", id), map[string]any{"zone_id": zoneID})
 	s.answer(c, http.StatusNoContent, nil, s.recs().RemoveSyncGroupMember(c.Request.Context(), principal(c), id, zoneID))
 }
 
@@ -416,6 +436,7 @@ func (s *Server) updateSyncGroupSets(c *gin.Context) {
 		return
 	}
 	reps, err := s.recs().UpdateSyncGroupSets(c.Request.Context(), principal(c), id, fromSetDTOs(req.Sets))
+	s.note(c, "sync_group.update_sets", audit.Target("sync_group", id), map[string]any{"sets": len(req.Sets)})
 	s.answer(c, http.StatusOK, recList(reps, toReportDTO), err)
 }
 
@@ -424,6 +445,7 @@ func (s *Server) deleteSyncGroup(c *gin.Context) {
 	if !ok {
 		return
 	}
+	s.note(c, "sync_group.delete", audit.Target("sync_group", id), nil)
 	s.answer(c, http.StatusNoContent, nil, s.recs().DeleteSyncGroup(c.Request.Context(), principal(c), id))
 }
 
@@ -440,6 +462,7 @@ func (s *Server) createSourceHost(c *gin.Context) {
 		return
 	}
 	h, err := s.recs().CreateSourceHost(c.Request.Context(), principal(c), id, recordsvc.SourceInput(req))
+	s.note(c, "source_host.create", audit.Target("source_host", h.ID), map[string]any{"project_id": id, "name": req.Name})
 	s.answer(c, http.StatusCreated, toSourceHostDTO(h), err)
 }
 
@@ -468,6 +491,7 @@ func (s *Server) updateSourceHost(c *gin.Context) {
 		return
 	}
 	h, err := s.recs().UpdateSourceHost(c.Request.Context(), principal(c), id, recordsvc.SourceInput(req))
+	s.note(c, "source_host.update", audit.Target("source_host", id), map[string]any{"name": req.Name})
 	s.answer(c, http.StatusOK, toSourceHostDTO(h), err)
 }
 
@@ -476,6 +500,7 @@ func (s *Server) deleteSourceHost(c *gin.Context) {
 	if !ok {
 		return
 	}
+	s.note(c, "source_host.delete", audit.Target("source_host", id), nil)
 	s.answer(c, http.StatusNoContent, nil, s.recs().DeleteSourceHost(c.Request.Context(), principal(c), id))
 }
 
@@ -502,6 +527,7 @@ func (s *Server) bindSourceHost(c *gin.Context) {
 		return
 	}
 	set, err := s.recs().BindSourceHost(c.Request.Context(), principal(c), id, in)
+	s.note(c, "source_host.bind", audit.Target("source_host", id), map[string]any{"zone_id": in.ZoneID, "name": in.Name, "type": in.Type})
 	s.answer(c, http.StatusOK, toZoneSetDTO(set), err)
 }
 
@@ -510,5 +536,6 @@ func (s *Server) unbindSourceHost(c *gin.Context) {
 	if !ok {
 		return
 	}
+	s.note(c, "source_host.unbind", audit.Target("source_host", id), map[string]any{"zone_id": in.ZoneID, "name": in.Name, "type": in.Type})
 	s.answer(c, http.StatusNoContent, nil, s.recs().UnbindSourceHost(c.Request.Context(), principal(c), id, in))
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/lcmproject/lcm/internal/audit"
 	"github.com/lcmproject/lcm/internal/domain"
 	"github.com/lcmproject/lcm/internal/speech"
 	"github.com/lcmproject/lcm/internal/speechsvc"
@@ -110,6 +111,13 @@ func (s *Server) updateSpeechSettings(c *gin.Context) {
 	}
 	v, err := s.deps.Services.Speech.Save(c.Request.Context(), speechsvc.Update{Provider: req.Provider, APIKey: req.APIKey,
 		BaseURL: req.BaseURL, Model: req.Model, STTLanguage: req.STTLanguage, TTSLanguage: req.TTSLanguage, Phrases: req.Phrases})
+	// The key itself never enters the log: only whether it was set, kept or removed.
+	keyChange := "kept"
+	if req.APIKey != nil {
+		keyChange = map[bool]string{true: "removed", false: "set"}[*req.APIKey == ""]
+	}
+	s.note(c, "settings.speech_updated", audit.Target("settings", "speech"), map[string]any{"provider": req.Provider,
+		"model": req.Model, "api_key": keyChange})
 	if err != nil {
 		s.respondError(c, err)
 		return

@@ -393,6 +393,9 @@ func TestSpeechProviderErrorsHTTP(t *testing.T) {
 	})
 
 	t.Run("google error body and provider down", func(t *testing.T) {
+		// WAV reaches Google as LINEAR16 through ffmpeg: say so plainly
+		// when ffmpeg is missing instead of failing on the error text.
+		testutil.RequireTool(t, "ffmpeg")
 		var fail atomic.Bool
 		google := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			_, _ = io.Copy(io.Discard, r.Body)

@@ -154,3 +154,23 @@ func TestNormalizeSetsList(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, SetKey("@ MX"), ok2[0].Key())
 }
+
+// A value under the limit whose escaped form is over it (every byte above
+// 0x7e becomes \DDD) is refused: the stored form must normalise again.
+func TestEscapedValueOverLimitIsRefused(t *testing.T) {
+	ttl := int64(300)
+	in := RecordSet{Name: "x", Type: "TXT", TTL: &ttl, Records: []string{"e t" + strings.Repeat("\xa4", 2000)}}
+	_, err := NormalizeSet("example.com.", in)
+	if err == nil || !strings.Contains(err.Error(), "record_too_long") {
+		t.Fatalf("want record_too_long, got %v", err)
+	}
+	in.Records = []string{strings.Repeat("\xa4", 1000)}
+	out, err := NormalizeSet("example.com.", in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := NormalizeSet("example.com.", out)
+	if err != nil || !again.Equal(out) {
+		t.Fatalf("not stable: %v", err)
+	}
+}

@@ -28,6 +28,17 @@ func badValue(code, format string, args ...any) error {
 // relOrigin is set (templates, sync groups) names under origin are printed
 // relative to it instead, so they resolve in whichever zone the set lands.
 func canonicalValue(origin, fqdn, typ, value string, relOrigin bool) (string, error) {
+	c, err := canonicalValueOf(origin, fqdn, typ, value, relOrigin)
+	// The canonical form escapes bytes (a tab becomes \009), so it can be
+	// longer than what was sent: the limit holds for what is stored, or the
+	// stored value would be refused when it is read back and normalised.
+	if err == nil && len(c) > MaxValueLen {
+		return "", badValue("record_too_long", "record value longer than %d bytes once escaped", MaxValueLen)
+	}
+	return c, err
+}
+
+func canonicalValueOf(origin, fqdn, typ, value string, relOrigin bool) (string, error) {
 	v := strings.TrimSpace(value)
 	if v == "" {
 		return "", badValue("empty_record", "empty record value")

@@ -9,6 +9,7 @@ package recordsvc
 
 import (
 	"context"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/lcmproject/lcm/internal/dnsserver"
 	"github.com/lcmproject/lcm/internal/domain"
 	"github.com/lcmproject/lcm/internal/records"
 	"github.com/lcmproject/lcm/internal/store"
@@ -52,8 +54,10 @@ type Service struct {
 	st  *store.Store
 	now func() time.Time
 
-	mu       sync.RWMutex
-	onChange []func(ctx context.Context, zoneIDs []string)
+	mu        sync.RWMutex
+	onChange  []func(ctx context.Context, zoneIDs []string)
+	listener  *dnsserver.Server
+	axfrAllow []netip.Prefix
 }
 
 // New returns a service over st.
