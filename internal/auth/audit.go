@@ -3,21 +3,17 @@ package auth
 import (
 	"context"
 
+	"github.com/lcmproject/lcm/internal/audit"
 	"github.com/lcmproject/lcm/internal/domain"
 	"github.com/lcmproject/lcm/internal/store"
 )
 
-// audit appends a security event. Details never hold secrets: callers
-// pass names, ids and codes only. A failed append is logged at ERROR; the
-// action itself has already happened and is not undone.
+// audit appends a security event through audit.Append (which adds the API
+// key of the caller and counts the entry for the request). Details never
+// hold secrets: callers pass names, ids and codes only. A failed append is
+// logged at ERROR; the action itself has already happened and is not undone.
 func (s *Service) audit(ctx context.Context, actor *domain.Principal, action, target string, details map[string]any) {
-	e := store.AuditEntry{At: s.now(), Action: action, Target: target, IP: clientIPOf(ctx), Details: details}
-	if actor != nil {
-		e.ActorID, e.Actor = actor.UserID, actor.Username
-	}
-	if err := s.st.AppendAudit(context.WithoutCancel(ctx), e); err != nil {
-		s.log.Error("audit append failed", "action", action, "err", err)
-	}
+	audit.Append(ctx, s.st, s.log, actor, store.AuditEntry{At: s.now(), Action: action, Target: target, IP: clientIPOf(ctx), Details: details})
 }
 
 func (s *Service) auditAs(ctx context.Context, userID, username, action, target string, details map[string]any) {
