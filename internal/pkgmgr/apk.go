@@ -25,7 +25,11 @@ func (APK) ListUpgradable() string { return "apk list -u" }
 // ParseUpgradable parses ListUpgradable output.
 func (APK) ParseUpgradable(out []byte) ([]Upgradable, error) { return ParseAPKListUpgradable(out) }
 
-// RefreshLists downloads the repository indexes.
+// ListsAge reads the mtimes of the downloaded APKINDEX archives.
+func (APK) ListsAge() string { return listsAgeScript("/var/cache/apk/APKINDEX.*.tar.gz") }
+
+// RefreshLists downloads the repository indexes; apk update exits non-zero
+// when a repository is unavailable.
 func (APK) RefreshLists() string { return apk + "update" }
 
 // UpgradeAll upgrades every package.

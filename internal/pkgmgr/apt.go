@@ -5,8 +5,11 @@ type APT struct{}
 
 // aptEnv makes apt and dpkg never prompt: DEBIAN_FRONTEND stops debconf
 // questions, NEEDRESTART_MODE=a stops Ubuntu's needrestart dialog (it would
-// otherwise wait for a key press after every upgrade).
-const aptEnv = "env DEBIAN_FRONTEND=noninteractive NEEDRESTART_MODE=a "
+// otherwise wait for a key press after every upgrade). The variables are
+// sudo's own arguments (sudo VAR=value command), not /usr/bin/env's: in
+// restricted sudo mode the allowlist holds apt-get, never env (which would
+// run anything); the restricted rule carries SETENV for them.
+const aptEnv = "DEBIAN_FRONTEND=noninteractive NEEDRESTART_MODE=a "
 
 // aptGet is the privileged apt-get with the options every changing command
 // needs: wait up to 120 s for the dpkg lock (unattended-upgrades or a cron
@@ -66,8 +69,17 @@ var _ HoldLister = APT{}
 // ParseUpgradable parses ListUpgradable output.
 func (APT) ParseUpgradable(out []byte) ([]Upgradable, error) { return ParseAptSimulate(out) }
 
-// RefreshLists downloads the package lists.
-func (APT) RefreshLists() string { return aptGet + "update" }
+// ListsAge reads the mtimes of the Release/InRelease files of every
+// configured suite.
+func (APT) ListsAge() string { return listsAgeScript("/var/lib/apt/lists/*Release") }
+
+// RefreshLists downloads the package lists. Plain "apt-get update" exits 0
+// when a source fails ("Some index files failed to download. They have been
+// ignored, or old ones used instead."), leaving stale lists that make a
+// security upgrade find nothing: APT::Update::Error-Mode=any (apt >= 2.1.16,
+// the option behind --error-on=any; older apt ignores it) makes any failed
+// source fail the update with exit 100.
+func (APT) RefreshLists() string { return aptGet + "-o APT::Update::Error-Mode=any update" }
 
 // UpgradeAll upgrades every package. "upgrade --with-new-pkgs" installs new
 // dependencies (new kernel ABI packages) but, unlike dist-upgrade, never

@@ -70,8 +70,22 @@ func (DNF) ParseUpgradable(out []byte) ([]Upgradable, error) {
 	return ups, err
 }
 
-// RefreshLists refreshes the repository metadata cache.
-func (d DNF) RefreshLists() string { return d.run("makecache") }
+// ListsAge reads the mtimes of the cached repomd.xml files (dnf 4, dnf 5,
+// yum).
+func (DNF) ListsAge() string {
+	return listsAgeScript("/var/cache/dnf/*/repodata/repomd.xml", "/var/cache/libdnf5/*/repodata/repomd.xml", "/var/cache/yum/*/*/*/repomd.xml")
+}
+
+// RefreshLists refreshes the repository metadata. Plain "makecache" keeps
+// metadata younger than metadata_expire (up to 48 h by default): dnf
+// --refresh marks it expired first; yum has no --refresh, so its cache is
+// expired with "clean expire-cache" before "makecache fast".
+func (d DNF) RefreshLists() string {
+	if d.binary() == "yum" {
+		return shScript(sudo+"yum -q clean expire-cache || exit $?", d.run("makecache fast"))
+	}
+	return d.run("makecache --refresh")
+}
 
 // UpgradeAll upgrades every package.
 func (d DNF) UpgradeAll() string {

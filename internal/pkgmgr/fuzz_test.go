@@ -136,3 +136,13 @@ func BenchmarkParseRPM1500(b *testing.B) {
 		}
 	}
 }
+
+func FuzzParseListsAge(f *testing.F) {
+	addSeeds(f, "apt_lists_age.txt")
+	f.Fuzz(func(t *testing.T, b []byte) {
+		a, err := ParseListsAge(b)
+		if err == nil && a.Files > 0 && (a.Newest.Before(a.Oldest) || a.Newest.IsZero()) {
+			t.Fatalf("newest %s before oldest %s", a.Newest, a.Oldest)
+		}
+	})
+}

@@ -30,25 +30,51 @@ func (Pacman) ListInstalled() string {
 // ParseInstalled parses ListInstalled output.
 func (Pacman) ParseInstalled(out []byte) ([]Package, error) { return ParsePacmanLocalDB(out) }
 
-// ListUpgradable uses checkupdates (pacman-contrib) when present: it syncs a
-// private copy of the database, so listing never half-syncs the system.
-// Its exit 2 means "no updates". Without it, pacman -Qu reads the system
-// database as of the last RefreshLists.
+// pacmanPrivateDB is LCM's private copy of the sync databases (what
+// checkupdates from pacman-contrib does): RefreshLists syncs it so the
+// outdated list is fresh without ever syncing the system's databases alone.
+// It lives in the management user's cache directory, not in a predictable
+// /tmp path another user could plant.
+const pacmanPrivateDB = `${XDG_CACHE_HOME:-$HOME/.cache}/lcm/pacman-db`
+
+// ListUpgradable lists outdated packages (pacman -Qu: "name old -> new";
+// exit 1 means none) against the private database RefreshLists synced,
+// or the system's sync database when no private copy exists yet.
 func (Pacman) ListUpgradable() string {
 	return shScript(
-		`if command -v checkupdates >/dev/null 2>&1; then checkupdates; rc=$?; [ "$rc" -eq 2 ] && exit 0; exit "$rc"; fi`,
-		`pacman -Qu; rc=$?; [ "$rc" -eq 1 ] && exit 0; exit "$rc"`,
+		`tmp=`+pacmanPrivateDB,
+		`if [ -d "$tmp/sync" ]; then pacman -Qu --dbpath "$tmp"; else pacman -Qu; fi; rc=$?; [ "$rc" -eq 1 ] && exit 0; exit "$rc"`,
 	)
 }
 
 // ParseUpgradable parses ListUpgradable output.
 func (Pacman) ParseUpgradable(out []byte) ([]Upgradable, error) { return ParsePacmanQu(out) }
 
-// RefreshLists syncs the package databases. Safe only because LCM follows
-// it with full upgrades, never single-package installs (partial upgrades).
-func (Pacman) RefreshLists() string { return pacman + "-Sy" }
+// ListsAge reads the mtimes of the sync databases, the system's and LCM's
+// private copy.
+func (Pacman) ListsAge() string {
+	return listsAgeScript(`/var/lib/pacman/sync/*.db`, `"`+pacmanPrivateDB+`"/sync/*.db`)
+}
 
-// UpgradeAll syncs and upgrades the whole system.
+// RefreshLists never runs "pacman -Sy" on the system: a sync without the
+// upgrade is how Arch systems end up partially upgraded (a later install
+// pulls libraries newer than what the rest of the system was built
+// against). It syncs LCM's private copy of the databases instead (the
+// local database linked in, the system's sync databases as the starting
+// point), which only ListUpgradable reads. The system's databases are
+// refreshed together with the upgrade, by UpgradeAll's -Syu.
+func (Pacman) RefreshLists() string {
+	return shScript(
+		`db=$(pacman-conf DBPath 2>/dev/null) || db=/var/lib/pacman/`,
+		`tmp=`+pacmanPrivateDB,
+		`mkdir -p "$tmp/sync" && ln -sfn "${db%/}/local" "$tmp/local" || exit 1`,
+		`for f in "${db%/}"/sync/*.db; do [ -f "$f" ] && [ ! -e "$tmp/sync/${f##*/}" ] && cp -p "$f" "$tmp/sync/"; done`,
+		pacman+`-Sy --dbpath "$tmp" --logfile /dev/null`,
+	)
+}
+
+// UpgradeAll syncs the system's databases and upgrades the whole system in
+// one transaction (-Syu): the only way LCM refreshes them.
 func (Pacman) UpgradeAll() string { return pacman + "-Syu" }
 
 // UpgradeSecurity has no pacman equivalent.

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -159,4 +160,14 @@ func TestPacmanListInstalledScript(t *testing.T) {
 	want, err := ParsePacmanLocalDB(readTestdata(t, "pacman_local_desc.txt"))
 	require.NoError(t, err)
 	require.ElementsMatch(t, want, got)
+}
+
+func TestParseListsAgeRecorded(t *testing.T) {
+	a, err := ParseListsAge(readTestdata(t, "apt_lists_age.txt"))
+	require.NoError(t, err)
+	require.Equal(t, 3, a.Files)
+	require.Equal(t, int64(1795529059), a.Now.Unix())
+	require.Equal(t, int64(1795528636), a.Newest.Unix())
+	require.Equal(t, int64(1795528600), a.Oldest.Unix())
+	require.Equal(t, 423*time.Second, a.Age())
 }

@@ -107,6 +107,14 @@ type Manager interface {
 	ListUpgradable() string
 	ParseUpgradable(out []byte) ([]Upgradable, error)
 
+	// ListsAge prints the server's time and the modification times of the
+	// package-list index files (parsed by ParseListsAge): how old the lists
+	// are that decide what an upgrade installs. Read-only, no sudo.
+	ListsAge() string
+	// RefreshLists brings the package lists up to date and fails (non-zero
+	// exit, the manager's message on stderr) when any repository cannot be
+	// refreshed. Every action that decides what to install runs it first;
+	// see docs/packages.md.
 	RefreshLists() string
 	UpgradeAll() string
 	UpgradeSecurity() (string, error)

@@ -43,7 +43,11 @@ func (Zypper) ParseUpgradable(out []byte) ([]Upgradable, error) {
 	return ups, err
 }
 
-// RefreshLists refreshes all repositories.
+// ListsAge reads the mtimes of the raw repomd.xml of each repository.
+func (Zypper) ListsAge() string { return listsAgeScript("/var/cache/zypp/raw/*/repodata/repomd.xml") }
+
+// RefreshLists refreshes all enabled repositories; a repository that
+// cannot be refreshed makes zypper exit non-zero.
 func (Zypper) RefreshLists() string { return zypper + "refresh" }
 
 // UpgradeAll updates every installed package ("zypper update"; for
