@@ -70,7 +70,7 @@ func (s *Service) authSession(ctx context.Context, tok, method string) (*domain.
 	if err != nil {
 		return nil, err
 	}
-	if !u.Active || u.IsSystem || c.IssuedAt.Time.UnixMilli() < u.SessionsValidAfter {
+	if !u.Active || u.IsSystem || c.issuedMS() < u.SessionsValidAfter {
 		return nil, errInvalidToken()
 	}
 	return s.principal(ctx, u, method)

@@ -43,7 +43,7 @@ func (s *Service) sendLink(ctx context.Context, actor *domain.Principal, u store
 	if u.Email == "" {
 		return LinkSent{}, domain.Invalid("email_required", "the user has no e-mail address")
 	}
-	if !s.mail.Configured() {
+	if !s.mail.Configured(ctx) {
 		return LinkSent{}, domain.Unavailable("smtp_not_configured", "no SMTP server is configured")
 	}
 	b := make([]byte, 32)

@@ -9,6 +9,7 @@ import (
 	"github.com/lcmproject/lcm/internal/auth/password"
 	"github.com/lcmproject/lcm/internal/auth/totp"
 	"github.com/lcmproject/lcm/internal/domain"
+	"github.com/lcmproject/lcm/internal/metrics"
 	"github.com/lcmproject/lcm/internal/store"
 )
 
@@ -23,6 +24,9 @@ type LoginResult struct {
 	User      store.User
 	// Challenge is set instead of Token for an account with 2FA.
 	Challenge string
+	// RecoveryCodesRemaining is set when a recovery code completed the
+	// login: the codes the account has left.
+	RecoveryCodesRemaining *int
 }
 
 // ErrInvalidCredentials is the one answer for unknown user, wrong
@@ -58,6 +62,17 @@ func (s *Service) Login(ctx context.Context, username, pw string) (LoginResult, 
 	if len(username) > maxLoginField || len(pw) > maxLoginField {
 		return LoginResult{}, domain.Invalid("too_long", "username or password too long")
 	}
+	// An account whose TOTP checks are locked out is locked for the
+	// password step too, before any password is checked.
+	if u, err := s.st.GetUserByUsername(ctx, username); err == nil && u.TOTPEnabled {
+		if retry, err := s.limiter.TOTPLocked(ctx, u.ID); retry > 0 {
+			metrics.LoginFailures.WithLabelValues("password", "locked").Inc()
+			s.audit(ctx, nil, "auth.login_locked", username, map[string]any{"retry_after_seconds": int(math.Ceil(retry.Seconds())), "reason": "totp"})
+			return LoginResult{}, err
+		} else if err != nil {
+			return LoginResult{}, err
+		}
+	}
 	var user store.User
 	ok, retry, err := s.limiter.Attempt(ctx, clientIPOf(ctx), username, func() (bool, error) {
 		u, err := s.st.GetUserByUsername(ctx, username)
@@ -79,6 +94,7 @@ func (s *Service) Login(ctx context.Context, username, pw string) (LoginResult, 
 		return true, nil
 	})
 	if retry > 0 {
+		metrics.LoginFailures.WithLabelValues("password", "locked").Inc()
 		s.audit(ctx, nil, "auth.login_locked", username, map[string]any{"retry_after_seconds": int(math.Ceil(retry.Seconds()))})
 		return LoginResult{}, err
 	}
@@ -86,6 +102,7 @@ func (s *Service) Login(ctx context.Context, username, pw string) (LoginResult, 
 		return LoginResult{}, err
 	}
 	if !ok {
+		metrics.LoginFailures.WithLabelValues("password", "invalid").Inc()
 		s.audit(ctx, nil, "auth.login_failed", username, nil)
 		return LoginResult{}, errInvalidCredentials()
 	}
@@ -105,10 +122,15 @@ func (s *Service) Login(ctx context.Context, username, pw string) (LoginResult, 
 	return s.completeLogin(ctx, user, "password")
 }
 
-// Login2FA completes a challenged login with a TOTP code.
-func (s *Service) Login2FA(ctx context.Context, challenge, code string) (LoginResult, error) {
-	if challenge == "" || code == "" {
-		return LoginResult{}, domain.Invalid("missing_field", "challenge and code are required")
+// Login2FA completes a challenged login with a TOTP code or, for a lost
+// authenticator, a one-time recovery code. Both count on the same
+// per-account TOTP failure key.
+func (s *Service) Login2FA(ctx context.Context, challenge string, f SecondFactor) (LoginResult, error) {
+	if challenge == "" || (f.Code == "" && f.RecoveryCode == "") {
+		return LoginResult{}, domain.Invalid("missing_field", "challenge and code (or recovery_code) are required")
+	}
+	if f.Code != "" && f.RecoveryCode != "" {
+		return LoginResult{}, domain.Invalid("invalid_request", "send either code or recovery_code, not both")
 	}
 	userID, err := s.parseChallenge(challenge)
 	if err != nil {
@@ -118,10 +140,16 @@ func (s *Service) Login2FA(ctx context.Context, challenge, code string) (LoginRe
 	if err != nil || !u.Active || u.IsSystem || !u.TOTPEnabled {
 		return LoginResult{}, errInvalidCredentials()
 	}
-	if err := s.checkTOTP(ctx, u, code, "login"); err != nil {
+	left, err := s.checkSecondFactor(ctx, u, f, "login")
+	if err != nil {
 		return LoginResult{}, err
 	}
-	return s.completeLogin(ctx, u, "totp")
+	if f.RecoveryCode == "" {
+		return s.completeLogin(ctx, u, "totp")
+	}
+	res, err := s.completeLogin(ctx, u, "recovery_code")
+	res.RecoveryCodesRemaining = &left
+	return res, err
 }
 
 func (s *Service) completeLogin(ctx context.Context, u store.User, method string) (LoginResult, error) {
@@ -165,6 +193,7 @@ func (s *Service) checkTOTP(ctx context.Context, u store.User, code, purpose str
 		return s.st.AdvanceTOTPStep(ctx, u.ID, step)
 	})
 	if retry > 0 {
+		metrics.LoginFailures.WithLabelValues("totp", "locked").Inc()
 		s.auditAs(ctx, u.ID, u.Username, "auth.totp_locked", u.Username, map[string]any{"purpose": purpose})
 		return err
 	}
@@ -172,6 +201,7 @@ func (s *Service) checkTOTP(ctx context.Context, u store.User, code, purpose str
 		return err
 	}
 	if !ok {
+		metrics.LoginFailures.WithLabelValues("totp", "invalid").Inc()
 		s.auditAs(ctx, u.ID, u.Username, "auth.totp_failed", u.Username, map[string]any{"purpose": purpose})
 		return errInvalidCode()
 	}

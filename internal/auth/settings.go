@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lcmproject/lcm/internal/audit"
 	"github.com/lcmproject/lcm/internal/auth/clientip"
 	"github.com/lcmproject/lcm/internal/domain"
 )
@@ -62,6 +63,8 @@ type settingsCache struct {
 	svc *Service
 	cur atomic.Pointer[cachedSettings]
 	mu  sync.Mutex // one reload at a time
+	// reloading is set while a background reload of a stale copy runs.
+	reloading atomic.Bool
 }
 
 // SeedSettings stores each security setting from config.json unless the
@@ -91,13 +94,44 @@ func (s *Service) SeedSettings(ctx context.Context, seed SecuritySettings) error
 	return err
 }
 
+// settingsLoadTimeout bounds one reload of the settings: every request
+// reads them (client address, allowlist), so a database that accepts
+// connections but answers nothing must not hold requests (health checks
+// among them) for longer than this.
+const settingsLoadTimeout = 2 * time.Second
+
+// get returns the settings. A fresh copy is returned at once. A stale copy
+// is returned at once too, while one background reload (bounded by
+// settingsLoadTimeout) brings it up to date: requests never wait for the
+// database once the settings were read. Only the very first read waits,
+// bounded the same way, and fails (callers fail closed) if it cannot.
 func (c *settingsCache) get(ctx context.Context) (*cachedSettings, error) {
 	now := c.svc.now()
-	if cur := c.cur.Load(); cur != nil && now.Sub(cur.at) < settingsTTL {
+	cur := c.cur.Load()
+	if cur != nil && now.Sub(cur.at) < settingsTTL {
 		return cur, nil
 	}
+	if cur != nil {
+		if c.reloading.CompareAndSwap(false, true) {
+			go func() {
+				defer c.reloading.Store(false)
+				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settingsLoadTimeout)
+				defer cancel()
+				_, _ = c.reload(rctx)
+			}()
+		}
+		return cur, nil
+	}
+	rctx, cancel := context.WithTimeout(ctx, settingsLoadTimeout)
+	defer cancel()
+	return c.reload(rctx)
+}
+
+// reload reads the settings from the database, one reload at a time.
+func (c *settingsCache) reload(ctx context.Context) (*cachedSettings, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	now := c.svc.now()
 	if cur := c.cur.Load(); cur != nil && now.Sub(cur.at) < settingsTTL {
 		return cur, nil
 	}
@@ -244,7 +278,7 @@ func (s *Service) UpdateSettings(ctx context.Context, actor *domain.Principal, p
 			keys = append(keys, k)
 		}
 		slices.Sort(keys)
-		s.audit(ctx, actor, "settings.changed", "security", map[string]any{"keys": keys})
+		s.audit(ctx, actor, "settings.changed", audit.Target("settings", "security"), map[string]any{"keys": keys})
 	}
 	return next, nil
 }

@@ -20,17 +20,24 @@ const ChallengeTTL = 5 * time.Minute
 // hs256 is the only algorithm the validators accept (spec: pinned).
 var hs256 = []string{jwt.SigningMethodHS256.Alg()}
 
-func init() {
-	// Millisecond iat/exp, so "sessions valid after" (logout, password
-	// change) can end a token issued earlier in the same second. RFC 7519
-	// NumericDate allows fractions.
-	jwt.TimePrecision = time.Millisecond
-}
-
 // sessionClaims are the spec's claims: sub, username, iat, exp.
+// iat and exp are whole seconds, as every JWT library expects; iat_ms,
+// a private claim, carries the issue time in milliseconds, so "sessions
+// valid after" (logout, password change) can end a token issued earlier
+// in the same second while a sign-in right after it stays valid.
 type sessionClaims struct {
 	Username string `json:"username"`
+	IssuedMS int64  `json:"iat_ms,omitempty"`
 	jwt.RegisteredClaims
+}
+
+// issuedMS is the token's issue time in milliseconds (tokens from before
+// iat_ms: their iat).
+func (c *sessionClaims) issuedMS() int64 {
+	if c.IssuedMS > 0 {
+		return c.IssuedMS
+	}
+	return c.IssuedAt.Time.UnixMilli()
 }
 
 // challengeClaims identify a pending 2FA login; Typ keeps them apart from
@@ -48,7 +55,7 @@ func errInvalidToken() error {
 func (s *Service) issueSession(userID, username string, ttl time.Duration) (string, time.Time, error) {
 	now := s.now()
 	exp := now.Add(ttl)
-	c := sessionClaims{Username: username, RegisteredClaims: jwt.RegisteredClaims{
+	c := sessionClaims{Username: username, IssuedMS: now.UnixMilli(), RegisteredClaims: jwt.RegisteredClaims{
 		Subject: userID, IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(exp)}}
 	tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, c).SignedString(s.epoch.keys().session)
 	return tok, exp, err

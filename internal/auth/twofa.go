@@ -36,35 +36,50 @@ func (s *Service) Setup2FA(ctx context.Context, actor *domain.Principal) (TwoFAS
 	return TwoFASetup{Secret: k.Secret, OTPAuthURI: k.URI, QRPNG: k.QRPNG}, nil
 }
 
-// Enable2FA turns 2FA on after a valid code for the pending secret.
-func (s *Service) Enable2FA(ctx context.Context, actor *domain.Principal, code string) (store.User, error) {
+// Enable2FA turns 2FA on after a valid code for the pending secret and
+// issues the first set of recovery codes, returned here once.
+func (s *Service) Enable2FA(ctx context.Context, actor *domain.Principal, code string) (store.User, []string, error) {
 	u, err := s.st.GetUser(ctx, actor.UserID)
 	if err != nil {
-		return store.User{}, err
+		return store.User{}, nil, err
 	}
 	if u.TOTPEnabled {
-		return store.User{}, domain.Conflict("2fa_already_enabled", "two-factor authentication is already enabled")
+		return store.User{}, nil, domain.Conflict("2fa_already_enabled", "two-factor authentication is already enabled")
 	}
 	if u.TOTPSecret == "" {
-		return store.User{}, domain.Invalid("2fa_not_set_up", "call /auth/2fa/setup first")
+		return store.User{}, nil, domain.Invalid("2fa_not_set_up", "call /auth/2fa/setup first")
 	}
 	if code == "" {
-		return store.User{}, domain.Invalid("missing_field", "code is required")
+		return store.User{}, nil, domain.Invalid("missing_field", "code is required")
 	}
 	if err := s.checkTOTP(ctx, u, code, "enable"); err != nil {
-		return store.User{}, err
+		return store.User{}, nil, err
 	}
-	on := true
-	if err := s.st.UpdateUser(ctx, u.ID, store.UserUpdate{TOTPEnabled: &on}); err != nil {
-		return store.User{}, err
+	var codes []string
+	err = s.st.InTx(ctx, func(tx *store.Store) error {
+		on := true
+		if err := tx.UpdateUser(ctx, u.ID, store.UserUpdate{TOTPEnabled: &on}); err != nil {
+			return err
+		}
+		plain, hashes, err := newRecoverySet()
+		if err != nil {
+			return err
+		}
+		codes = plain
+		return tx.ReplaceRecoveryCodes(ctx, u.ID, hashes, s.now())
+	})
+	if err != nil {
+		return store.User{}, nil, err
 	}
-	s.audit(ctx, actor, "auth.2fa_enabled", u.Username, nil)
-	return s.st.GetUser(ctx, u.ID)
+	s.audit(ctx, actor, "auth.2fa_enabled", u.Username, map[string]any{"recovery_codes": len(codes)})
+	u, err = s.st.GetUser(ctx, u.ID)
+	return u, codes, err
 }
 
-// Disable2FA turns 2FA off after a valid code (shared failure counter).
+// Disable2FA turns 2FA off after a valid TOTP code or recovery code
+// (shared failure counter) and deletes the secret and the recovery codes.
 // A role in require_2fa_roles puts the account back into forced setup.
-func (s *Service) Disable2FA(ctx context.Context, actor *domain.Principal, code string) (store.User, error) {
+func (s *Service) Disable2FA(ctx context.Context, actor *domain.Principal, f SecondFactor) (store.User, error) {
 	u, err := s.st.GetUser(ctx, actor.UserID)
 	if err != nil {
 		return store.User{}, err
@@ -72,17 +87,17 @@ func (s *Service) Disable2FA(ctx context.Context, actor *domain.Principal, code 
 	if !u.TOTPEnabled {
 		return store.User{}, domain.Conflict("2fa_not_enabled", "two-factor authentication is not enabled")
 	}
-	if code == "" {
-		return store.User{}, domain.Invalid("missing_field", "code is required")
+	method := "totp"
+	if f.RecoveryCode != "" {
+		method = "recovery_code"
 	}
-	if err := s.checkTOTP(ctx, u, code, "disable"); err != nil {
+	if _, err := s.checkSecondFactor(ctx, u, f, "disable"); err != nil {
 		return store.User{}, err
 	}
-	off, empty := false, ""
-	if err := s.st.UpdateUser(ctx, u.ID, store.UserUpdate{TOTPEnabled: &off, TOTPSecret: &empty}); err != nil {
+	if err := s.turnOff2FA(ctx, u.ID, false); err != nil {
 		return store.User{}, err
 	}
-	s.audit(ctx, actor, "auth.2fa_disabled", u.Username, nil)
+	s.audit(ctx, actor, "auth.2fa_disabled", u.Username, map[string]any{"method": method})
 	return s.st.GetUser(ctx, u.ID)
 }
 

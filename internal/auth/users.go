@@ -104,7 +104,7 @@ func (s *Service) CreateUser(ctx context.Context, actor *domain.Principal, in Ne
 		if in.Email == "" {
 			return store.User{}, domain.Invalid("email_required", "without a password an invitation is e-mailed, so email is required")
 		}
-		if !s.mail.Configured() {
+		if !s.mail.Configured(ctx) {
 			return store.User{}, domain.Unavailable("smtp_not_configured", "no SMTP server is configured for invitations; set a password instead")
 		}
 	}

@@ -47,8 +47,18 @@ type Credentials struct {
 	NewPrivateKey string `json:"new_private_key,omitempty"`
 	// CredVersion keys the worker's connection pool.
 	CredVersion int64 `json:"cred_version"`
+	// AgentID is set for a server with the agent transport: the job runs
+	// through its lcm-agent instead of an SSH login.
+	AgentID string `json:"agent_id,omitempty"`
 	// PackageFamily selects the package-manager commands ("apt", …).
 	PackageFamily string `json:"package_family,omitempty"`
+	// SudoMode is the management user's sudo mode as LCM last proved it
+	// (domain.SudoFull or SudoRestricted): the worker refuses the kinds
+	// restricted mode blocks.
+	SudoMode string `json:"sudo_mode,omitempty"`
+	// Secrets are a job's own secrets (a Linux user's password hash),
+	// supplied by the area that submitted it (jobs.Service.SecretsFor).
+	Secrets map[string]string `json:"secrets,omitempty"`
 }
 
 // Seal encrypts c to a worker's public key.

@@ -2,6 +2,7 @@ package credbox
 
 import (
 	"bytes"
+	"reflect"
 	"testing"
 )
 
@@ -20,7 +21,7 @@ func TestSealOpen(t *testing.T) {
 		t.Fatal("plaintext visible in the sealed box")
 	}
 	got, err := a.Open(sealed)
-	if err != nil || got != c {
+	if err != nil || !reflect.DeepEqual(got, c) {
 		t.Fatalf("open: %v %+v", err, got)
 	}
 	if _, err := b.Open(sealed); err == nil {

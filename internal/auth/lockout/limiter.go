@@ -57,6 +57,29 @@ func (l *Limiter) AttemptTOTP(ctx context.Context, ip, userID string, verify fun
 	return l.attempt(ctx, IPKey(ip), TOTPKey(userID), verify)
 }
 
+// TOTPLocked reports whether userID's TOTP checks are locked out (the
+// wait and a locked_out error), without counting anything. The password
+// step asks it first: a TOTP lockout locks the account's whole sign-in
+// (spec: failed attempts per account count login and TOTP checks), while
+// the counters stay apart, so a known password cannot reset the TOTP
+// failures between guesses.
+func (l *Limiter) TOTPLocked(ctx context.Context, userID string) (time.Duration, error) {
+	var retry time.Duration
+	err := l.Store.Update(ctx, TOTPKey(userID), func(s State) (State, error) {
+		if ok, ra := l.Account.Check(s, l.now()); !ok {
+			retry = ra
+		}
+		return s, errRefused // read only: never write
+	})
+	switch {
+	case err != nil && !errors.Is(err, errRefused):
+		return 0, fmt.Errorf("lockout: check: %w", err)
+	case retry > 0:
+		return retry, lockedOut(retry)
+	}
+	return 0, nil
+}
+
 func (l *Limiter) now() time.Time {
 	if l.Now != nil {
 		return l.Now()

@@ -4,6 +4,8 @@ package mail
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"time"
@@ -27,48 +29,99 @@ type Config struct {
 	Password string
 	// TLS is "none", "starttls" or "tls".
 	TLS string
+	// RootCAs, when set, verifies the server's certificate instead of the
+	// system roots (a private relay's CA; tests).
+	RootCAs *x509.CertPool
+	// Timeout bounds one exchange (0: sendTimeout).
+	Timeout time.Duration
 }
 
-// Message is one plain-text e-mail.
+// Message is one plain-text e-mail to To, or to every address of ToList.
 type Message struct {
 	To      string
+	ToList  []string
 	Subject string
 	Body    string
 }
 
-// Sender sends messages through the configured server.
-type Sender struct{ cfg Config }
+// Sender sends messages through the configured server, or through the
+// server its source returns at the moment of sending (the system mail
+// channel, which can change at run time).
+type Sender struct {
+	cfg    Config
+	source func(context.Context) (Config, error)
+}
 
 // New returns a Sender; Configured reports whether it can send.
 func New(cfg Config) *Sender { return &Sender{cfg: cfg} }
 
+// NewFromSource returns a Sender that reads its server from src before
+// every send.
+func NewFromSource(src func(context.Context) (Config, error)) *Sender { return &Sender{source: src} }
+
+func (s *Sender) config(ctx context.Context) (Config, error) {
+	if s.source == nil {
+		return s.cfg, nil
+	}
+	return s.source(ctx)
+}
+
 // Configured reports whether an SMTP host is set.
-func (s *Sender) Configured() bool { return s != nil && s.cfg.Host != "" }
+func (s *Sender) Configured(ctx context.Context) bool {
+	if s == nil {
+		return false
+	}
+	c, err := s.config(ctx)
+	return err == nil && c.Host != ""
+}
 
 // Send delivers m in one SMTP exchange.
 func (s *Sender) Send(ctx context.Context, m Message) error {
-	if !s.Configured() {
+	if s == nil {
+		return ErrNotConfigured
+	}
+	cfg, err := s.config(ctx)
+	if err != nil {
+		return fmt.Errorf("mail: read the mail settings: %w", err)
+	}
+	return Send(ctx, cfg, m)
+}
+
+// Send delivers m through cfg's server in one SMTP exchange.
+func Send(ctx context.Context, cfg Config, m Message) error {
+	if cfg.Host == "" {
 		return ErrNotConfigured
 	}
 	msg := gomail.NewMsg()
-	from := s.cfg.From
+	from := cfg.From
 	if from == "" {
 		from = "lcm@localhost"
 	}
 	if err := msg.From(from); err != nil {
 		return fmt.Errorf("mail: from %q: %w", from, err)
 	}
-	if err := msg.To(m.To); err != nil {
+	to := m.ToList
+	if m.To != "" {
+		to = append([]string{m.To}, to...)
+	}
+	if err := msg.To(to...); err != nil {
 		return fmt.Errorf("mail: recipient: %w", err)
 	}
 	msg.Subject(m.Subject)
 	msg.SetBodyString(gomail.TypeTextPlain, m.Body)
-	port := s.cfg.Port
+	port := cfg.Port
 	if port == 0 {
 		port = 25
 	}
-	opts := []gomail.Option{gomail.WithPort(port), gomail.WithTimeout(sendTimeout)}
-	switch s.cfg.TLS {
+	timeout := cfg.Timeout
+	if timeout <= 0 {
+		timeout = sendTimeout
+	}
+	opts := []gomail.Option{gomail.WithPort(port), gomail.WithTimeout(timeout)}
+	if cfg.RootCAs != nil {
+		opts = append(opts, gomail.WithTLSConfig(&tls.Config{ServerName: cfg.Host, RootCAs: cfg.RootCAs, MinVersion: tls.VersionTLS12}))
+	}
+	switch cfg.TLS {
 	case "tls":
 		opts = append(opts, gomail.WithSSL())
 	case "starttls":
@@ -76,18 +129,18 @@ func (s *Sender) Send(ctx context.Context, m Message) error {
 	default:
 		opts = append(opts, gomail.WithTLSPolicy(gomail.NoTLS))
 	}
-	if s.cfg.Username != "" {
+	if cfg.Username != "" {
 		opts = append(opts, gomail.WithSMTPAuth(gomail.SMTPAuthPlain),
-			gomail.WithUsername(s.cfg.Username), gomail.WithPassword(s.cfg.Password))
+			gomail.WithUsername(cfg.Username), gomail.WithPassword(cfg.Password))
 	}
-	c, err := gomail.NewClient(s.cfg.Host, opts...)
+	c, err := gomail.NewClient(cfg.Host, opts...)
 	if err != nil {
 		return fmt.Errorf("mail: client: %w", err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, sendTimeout)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if err := c.DialAndSendWithContext(ctx, msg); err != nil {
-		return fmt.Errorf("mail: send via %s:%d: %w", s.cfg.Host, port, err)
+		return fmt.Errorf("mail: send via %s:%d: %w", cfg.Host, port, err)
 	}
 	return nil
 }
