@@ -28,19 +28,29 @@ type Env struct {
 	Exec remote.Executor
 	// Dial opens a separate connection to the same server (same pinned
 	// host key) as user with a private key: the proof of a new key.
-	Dial   func(ctx context.Context, user, privateKeyPEM string) (remote.Executor, error)
-	Creds  credbox.Credentials
-	Params json.RawMessage
+	Dial func(ctx context.Context, user, privateKeyPEM string) (remote.Executor, error)
+	// DialPort is Dial to another SSH port of the same host (ssh-port).
+	DialPort func(ctx context.Context, user, privateKeyPEM string, port int) (remote.Executor, error)
+	Creds    credbox.Credentials
+	Params   json.RawMessage
 	// Out receives the console output (stdout and stderr).
 	Out io.Writer
 }
 
 // Result is what an action reports besides its error.
 type Result struct {
-	ExitCode int           `json:"exit_code"`
-	Facts    *ServerFacts  `json:"facts,omitempty"`
-	Message  string        `json:"message,omitempty"`
-	Duration time.Duration `json:"-"`
+	ExitCode int          `json:"exit_code"`
+	Facts    *ServerFacts `json:"facts,omitempty"`
+	Message  string       `json:"message,omitempty"`
+	// SSH is the proof of an SSH hardening action; Sudo that of a sudo
+	// mode switch.
+	SSH  *SSHProof  `json:"ssh,omitempty"`
+	Sudo *SudoProof `json:"sudo,omitempty"`
+	// Firewall is the read-back of a firewall job; Ports a listening-ports
+	// scan.
+	Firewall *FirewallProof `json:"firewall,omitempty"`
+	Ports    *PortsScan     `json:"ports,omitempty"`
+	Duration time.Duration  `json:"-"`
 }
 
 // ServerFacts are the facts a join or connectivity check learned.
@@ -79,6 +89,30 @@ func For(kind domain.JobKind) (Action, error) {
 		return RebootJob{}, nil
 	case domain.JobStorageSample:
 		return StorageSampleJob{}, nil
+	case domain.JobHardenSSH:
+		return HardenSSH{}, nil
+	case domain.JobUnhardenSSH:
+		return UnhardenSSH{}, nil
+	case domain.JobSSHRootLogin:
+		return SSHRootLogin{}, nil
+	case domain.JobRestrictSudo:
+		return RestrictSudo{}, nil
+	case domain.JobSSHPort:
+		return SSHPort{}, nil
+	case domain.JobLinuxUser:
+		return LinuxUserJob{}, nil
+	case domain.JobLinuxUserScan:
+		return LinuxUserScanJob{}, nil
+	case domain.JobFirewall:
+		return FirewallJob{}, nil
+	case domain.JobListeningPortScan:
+		return ListeningPortsScan{}, nil
+	case domain.JobContainer:
+		return ContainerJob{}, nil
+	case domain.JobCustomAction:
+		return CustomActionJob{}, nil
+	case domain.JobScript:
+		return ScriptJob{}, nil
 	}
 	return nil, domain.Invalid("unknown_job_kind", fmt.Sprintf("unknown job kind %q", kind))
 }

@@ -10,12 +10,13 @@ import (
 )
 
 // Connectivity proves the management access works: it logs in, checks the
-// account and passwordless sudo, and refreshes the basic facts.
+// account and passwordless sudo (full, or the helper in restricted mode),
+// and refreshes the basic facts.
 type Connectivity struct{}
 
 // Run implements Action.
 func (Connectivity) Run(ctx context.Context, env *Env) (Result, error) {
-	who, code, err := capture(ctx, env.Exec, env.Out, remote.Command{Cmd: "id -un && sudo -n true"})
+	who, code, err := capture(ctx, env.Exec, env.Out, remote.Command{Cmd: "id -un && { sudo -n true 2>/dev/null || sudo -n " + HelperPath + " version >/dev/null; }"})
 	if err != nil {
 		return Result{}, err
 	}

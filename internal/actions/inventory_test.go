@@ -22,8 +22,7 @@ import (
 // reserved for the inventory area (the fleet tests reset 127.0.0.4).
 func inventoryHost(t *testing.T) (remote.Executor, testutil.TestHost) {
 	t.Helper()
-	hosts := testutil.TestHosts(t, 5)
-	h := hosts[3]
+	h := testutil.TestHostAt(t, 4)
 	cl, err := sshexec.Dial(context.Background(), sshexec.Target{Addr: h.Addr, User: "root", Signer: h.Signer(t), HostKey: h.HostKeys[0]})
 	if err != nil {
 		t.Fatal(err)

@@ -111,7 +111,10 @@ func jobManager(ctx context.Context, ex remote.Executor, family pkgmgr.Family) (
 
 // PackageAction runs one package action with the family's manager (see
 // jobManager) and returns the command's exit code (0 on success; a
-// non-zero code is an error naming the manager).
+// non-zero code is an error naming the manager). Actions that decide what
+// to install (upgrade-all, upgrade-security, update) first bring the
+// package lists up to date (prepareLists); refresh-lists is that step
+// alone. A failed list refresh fails the action before anything changes.
 func PackageAction(ctx context.Context, ex remote.Executor, family pkgmgr.Family, action PkgAction, names []string, out io.Writer) (int, error) {
 	m, err := jobManager(ctx, ex, family)
 	if err != nil {
@@ -126,6 +129,14 @@ func PackageAction(ctx context.Context, ex remote.Executor, family pkgmgr.Family
 		return 0, failf("%v", err)
 	}
 	fmt.Fprintf(out, "lcm: %s with %s\n", action, m.Name())
+	if action == PkgRefreshLists {
+		return RefreshLists(ctx, ex, out, m)
+	}
+	if action.installs() {
+		if code, err := prepareLists(ctx, ex, out, m, action); err != nil {
+			return code, err
+		}
+	}
 	code, err := run(ctx, ex, out, remote.Command{Cmd: cmd, Timeout: upgradeTimeout, IdleTimeout: upgradeIdle})
 	if err != nil {
 		return code, err

@@ -23,10 +23,23 @@ import (
 const listTimeout = 5 * time.Minute
 
 // Refresh collects the facts (one session running facts.Script()), detects
-// the package-manager family and lists installed and upgradable packages.
-// Listing failures of an unknown distribution leave the inventory empty
-// but keep the facts.
+// the package-manager family and lists installed and upgradable packages
+// from the package lists as they are on the server (a package action that
+// refreshed them moments ago ends with this). Listing failures of an
+// unknown distribution leave the inventory empty but keep the facts.
 func Refresh(ctx context.Context, ex remote.Executor, out io.Writer) (facts.Facts, pkgmgr.Inventory, error) {
+	return refresh(ctx, ex, out, false)
+}
+
+// RefreshWithLists is Refresh after bringing the package lists up to date
+// (RefreshLists), so the outdated and security counts are what the server
+// itself reports after its own list refresh: the refresh job. A failed
+// list refresh fails it with the package manager's message.
+func RefreshWithLists(ctx context.Context, ex remote.Executor, out io.Writer) (facts.Facts, pkgmgr.Inventory, error) {
+	return refresh(ctx, ex, out, true)
+}
+
+func refresh(ctx context.Context, ex remote.Executor, out io.Writer, lists bool) (facts.Facts, pkgmgr.Inventory, error) {
 	f, err := collectAll(ctx, ex, out)
 	if err != nil {
 		return facts.Facts{}, pkgmgr.Inventory{}, err
@@ -39,6 +52,11 @@ func Refresh(ctx context.Context, ex remote.Executor, out io.Writer) (facts.Fact
 	m, err := managerFor(fam, f.PackageManager)
 	if err != nil {
 		return f, pkgmgr.Inventory{}, failf("%v", err)
+	}
+	if lists {
+		if _, err := RefreshLists(ctx, ex, out, m); err != nil {
+			return f, pkgmgr.Inventory{}, err
+		}
 	}
 	inv, err := listPackages(ctx, ex, out, m)
 	return f, inv, err
@@ -201,7 +219,8 @@ type DataAction interface {
 	RunData(ctx context.Context, env *Env) (Result, []byte, error)
 }
 
-// RefreshJob is the refresh job: facts and package inventory.
+// RefreshJob is the refresh job: facts, fresh package lists and the
+// package inventory.
 type RefreshJob struct{}
 
 // Run implements Action (the payload is dropped; runners use RunData).
@@ -212,7 +231,7 @@ func (j RefreshJob) Run(ctx context.Context, env *Env) (Result, error) {
 
 // RunData implements DataAction.
 func (RefreshJob) RunData(ctx context.Context, env *Env) (Result, []byte, error) {
-	f, inv, err := Refresh(ctx, env.Exec, env.Out)
+	f, inv, err := RefreshWithLists(ctx, env.Exec, env.Out)
 	if err != nil {
 		return Result{}, nil, err
 	}

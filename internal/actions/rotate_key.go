@@ -41,7 +41,7 @@ func (RotateKey) Run(ctx context.Context, env *Env) (Result, error) {
 	if code != 0 {
 		return Result{ExitCode: code}, failf("adding the new key failed with exit code %d", code)
 	}
-	if _, perr := proveManagementAccess(ctx, env, env.Creds.NewPrivateKey); perr != nil {
+	if _, perr := proveAccess(ctx, env, env.Creds.NewPrivateKey, false); perr != nil {
 		fmt.Fprintf(env.Out, "lcm: new key not proven: %v; removing it\n", perr)
 		_, _ = run(ctx, env.Exec, env.Out, remote.Command{Cmd: "sh -c " + shQuote(removeKeyScript) + " lcm " + shQuote(newPub)})
 		return Result{}, failf("the new key could not be proven; the old key stays: %v", perr)

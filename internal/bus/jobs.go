@@ -9,6 +9,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/lcmproject/lcm/internal/safe"
 )
 
 // ErrUnavailable is returned when the bus cannot be reached.
@@ -117,7 +119,11 @@ func (b *Bus) subscribe(subject, queue string, handler nats.MsgHandler) (*nats.S
 // respond answers m with fn's reply (none when fn returns nil or m wants
 // no reply).
 func respond(m *nats.Msg, fn func(data []byte) []byte) {
-	if reply := fn(m.Data); reply != nil && m.Reply != "" {
+	var reply []byte
+	if safe.Do("bus handler "+m.Subject, func() { reply = fn(m.Data) }) {
+		return // the requester times out; the panic is logged and counted
+	}
+	if reply != nil && m.Reply != "" {
 		_ = m.Respond(reply)
 	}
 }
@@ -164,7 +170,9 @@ func (b *Bus) ServeConcurrently(subject, queue string, n int, fn func(data []byt
 // Subscribe delivers every core NATS message on subject (live fan-out: every
 // subscriber gets every message) until stop is called.
 func (b *Bus) Subscribe(subject string, fn func(subject string, data []byte)) (stop func(), err error) {
-	sub, err := b.NC.Subscribe(subject, func(m *nats.Msg) { fn(m.Subject, m.Data) })
+	sub, err := b.NC.Subscribe(subject, func(m *nats.Msg) {
+		safe.Do("bus subscriber "+subject, func() { fn(m.Subject, m.Data) })
+	})
 	if err != nil {
 		return nil, unavailable(err)
 	}

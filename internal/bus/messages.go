@@ -126,3 +126,58 @@ type ControlMsg struct {
 	JobID  string `json:"job_id"`
 	Reason string `json:"reason,omitempty"`
 }
+
+// ScanRequest asks a scanner to match one SBOM (CycloneDX JSON, gzipped:
+// a server's SBOM can exceed NATS's default 1 MiB payload).
+type ScanRequest struct {
+	V        int    `json:"v"`
+	Key      string `json:"key"`       // the caller's id for the package set (a hash)
+	SBOMGzip []byte `json:"sbom_gzip"` // gzip of the CycloneDX JSON
+}
+
+// ScanResult is a scanner's answer: the findings (vulndb.Finding list as
+// JSON) or an error; Disabled with Reason when it has no database.
+type ScanResult struct {
+	V      int    `json:"v"`
+	Key    string `json:"key"`
+	Engine string `json:"engine"`
+	// FindingsGzip is the gzipped JSON list of findings; when even that
+	// exceeds the NATS payload limit, FindingsObject names it in the
+	// BucketVulnDB object store instead (the requester deletes it).
+	FindingsGzip   []byte `json:"findings_gzip,omitempty"`
+	FindingsObject string `json:"findings_object,omitempty"`
+	Disabled       bool   `json:"disabled,omitempty"`
+	Reason         string `json:"reason,omitempty"`
+	Error          string `json:"error,omitempty"`
+}
+
+// ScannerStatus is a scanner's report of its engine and database.
+type ScannerStatus struct {
+	V          int                `json:"v"`
+	Scanner    string             `json:"scanner"` // host/pid
+	Engine     string             `json:"engine"`  // "osv" (built-in) or "" when disabled
+	Enabled    bool               `json:"enabled"`
+	Reason     string             `json:"reason,omitempty"`
+	Records    int                `json:"records"`
+	Newest     *time.Time         `json:"newest,omitempty"`
+	LoadedAt   *time.Time         `json:"loaded_at,omitempty"`
+	Ecosystems []ScannerEcosystem `json:"ecosystems"`
+	// Cache counts the scanner's per-package-version match cache since its
+	// database was loaded (GET /security/caches).
+	Cache *CacheCounters `json:"cache,omitempty"`
+}
+
+// CacheCounters are a lookup cache's hit and miss counts.
+type CacheCounters struct {
+	Hits    int64 `json:"hits"`
+	Misses  int64 `json:"misses"`
+	Entries int64 `json:"entries"`
+}
+
+// ScannerEcosystem is one loaded <ecosystem>/all.zip.
+type ScannerEcosystem struct {
+	Name       string    `json:"name"`
+	Records    int       `json:"records"`
+	ImportedAt time.Time `json:"imported_at"`
+	Newest     time.Time `json:"newest"`
+}

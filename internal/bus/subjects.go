@@ -24,9 +24,20 @@ const (
 	SubjectCredsRequest = "lcm.creds.req"
 	// QueueCreds is the queue group of the API replicas answering
 	// credential requests: exactly one replica answers each.
-	QueueCreds         = "api-creds"
+	QueueCreds = "api-creds"
+	// SubjectScanRequest is request/reply (ScanRequest → ScanResult):
+	// one scanner of QueueScanners matches one SBOM.
 	SubjectScanRequest = "lcm.scan.req"
-	SubjectScanResult  = "lcm.scan.res"
+	// SubjectScanResult is reserved for asynchronous results.
+	SubjectScanResult = "lcm.scan.res"
+	// SubjectScanStatus is request/reply (empty → ScannerStatus): one
+	// scanner reports its engine and database.
+	SubjectScanStatus = "lcm.scan.status"
+	// SubjectScanDBUpdated tells every scanner (no queue group) that the
+	// object store BucketVulnDB changed: each syncs and reloads.
+	SubjectScanDBUpdated = "lcm.scan.db"
+	// QueueScanners is the queue group of the scanners: several share the work.
+	QueueScanners = "scanners"
 	// SubjectSettingsChanged announces a runtime-settings change to replicas.
 	SubjectSettingsChanged = "lcm.settings.changed"
 	// SubjectRecordsChanged announces committed zone changes (payload
@@ -76,6 +87,9 @@ const (
 	BucketLockout = "LCM_LOCKOUT"
 	// BucketAuth holds the cluster auth epoch (the per-start nonce shared by replicas).
 	BucketAuth = "LCM_AUTH"
+	// BucketVulnDB is an object store holding uploaded OSV exports,
+	// object name "<ecosystem>/all.zip"; scanners copy them to their disk.
+	BucketVulnDB = "LCM_VULNDB"
 	// BucketAgents holds agent credential hashes for the gateway.
 	BucketAgents = "LCM_AGENTS"
 )

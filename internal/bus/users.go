@@ -30,6 +30,8 @@ func FullUser(name, password string) User {
 func WorkerUser(name, password string, segments []string) User {
 	pub := []string{
 		"lcm.job.*.out", "lcm.job.*.state", SubjectCredsRequest,
+		// Jobs on agent servers: commands out, results back (agentgw.Executor).
+		AgentSubject("*", "cmd"),
 		"$JS.API.INFO",
 		"$JS.API.STREAM.INFO." + "KV_" + BucketLocks, "$KV." + BucketLocks + ".>",
 		"$JS.API.DIRECT.GET.KV_" + BucketLocks + ".>", "$JS.API.STREAM.MSG.GET.KV_" + BucketLocks,
@@ -43,6 +45,29 @@ func WorkerUser(name, password string, segments []string) User {
 			"$JS.ACK."+StreamJobs+"."+d+".>")
 	}
 	return User{Name: name, Password: password, Permissions: &Permissions{
-		Publish: pub, Subscribe: []string{"_INBOX.>", "lcm.jobctl.*"}, ResponseMaxMsgs: 1,
+		Publish: pub, Subscribe: []string{"_INBOX.>", "lcm.jobctl.*", AgentSubject("*", "res")}, ResponseMaxMsgs: 1,
+	}}
+}
+
+// AgentGatewayUser is the least-privilege NATS user of lcm-agentgw: it may
+// bridge agent messages (publish res/inv/status, receive cmd and kick for
+// every agent) and read and compare-and-swap records of the agent
+// credential bucket. It cannot touch the job streams, other buckets, or
+// create, update or delete any stream or consumer.
+//
+// The JetStream API subjects are exactly those nats.go's KeyValue uses for
+// one bucket: STREAM.INFO to bind it, DIRECT.GET (and STREAM.MSG.GET for a
+// bucket without direct get) to read a key, and publishing to $KV.<bucket>.<key>
+// for Create/Update, whose acknowledgement comes back on _INBOX.
+func AgentGatewayUser(name, password string) User {
+	stream := "KV_" + BucketAgents
+	return User{Name: name, Password: password, Permissions: &Permissions{
+		Publish: []string{
+			AgentSubject("*", "res"), AgentSubject("*", "inv"), AgentSubject("*", "status"),
+			"$JS.API.STREAM.INFO." + stream,
+			"$JS.API.DIRECT.GET." + stream + ".>", "$JS.API.STREAM.MSG.GET." + stream,
+			"$KV." + BucketAgents + ".>",
+		},
+		Subscribe: []string{"_INBOX.>", AgentSubject("*", "cmd"), AgentSubject("*", "kick")},
 	}}
 }

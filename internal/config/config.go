@@ -16,6 +16,7 @@ import (
 	"io"
 	"io/fs"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -41,6 +42,10 @@ type Config struct {
 	// StorageHistoryDays is how long daily storage aggregates are kept
 	// (the "days until full" forecast reads the last 30).
 	StorageHistoryDays int `json:"storage_history_days"`
+	// JobHistoryDays is how long finished jobs (with their output) and
+	// finished schedule runs are kept; the daily cleanup task removes older
+	// ones.
+	JobHistoryDays int `json:"job_history_days"`
 
 	Host      string `json:"host"`
 	Port      int    `json:"port"`
@@ -48,6 +53,11 @@ type Config struct {
 	AgentPort int    `json:"agent_port"`
 	MCPHost   string `json:"mcp_host"`
 	MCPPort   int    `json:"mcp_port"`
+	// MetricsHost:MetricsPort serves Prometheus metrics on /metrics (plain
+	// HTTP, no authentication: keep it on loopback or a monitoring
+	// network); port 0, the default, means off.
+	MetricsHost string `json:"metrics_host"`
+	MetricsPort int    `json:"metrics_port"`
 
 	// DataDir holds lcm.key, the SQLite DB, version.json, the NATS store.
 	// Relative paths are relative to the config file's directory.
@@ -55,9 +65,11 @@ type Config struct {
 	Database DatabaseConfig `json:"database"`
 	NATS     NATSConfig     `json:"nats"`
 	Worker   WorkerConfig   `json:"worker"`
+	Scanner  ScannerConfig  `json:"scanner"`
 	DNS      DNSConfig      `json:"dns"`
 	Speech   SpeechConfig   `json:"speech"`
 	SMTP     SMTPConfig     `json:"smtp"`
+	Updates  UpdatesConfig  `json:"updates"`
 
 	// Set by flags only, never stored.
 	Dev   bool `json:"-"`
@@ -84,6 +96,15 @@ type NATSConfig struct {
 	// Workers are the remote lcm-worker accounts of a listening embedded
 	// NATS, each limited to its segments.
 	Workers []NATSWorker `json:"workers,omitempty"`
+	// AgentGateways are the remote lcm-agentgw accounts of a listening
+	// embedded NATS, limited to agent subjects and the agent bucket.
+	AgentGateways []NATSAccount `json:"agent_gateways,omitempty"`
+}
+
+// NATSAccount is a NATS user and password.
+type NATSAccount struct {
+	User     string `json:"user"`
+	Password string `json:"password"`
 }
 
 // NATSWorker is one remote worker's NATS account.
@@ -98,6 +119,23 @@ type WorkerConfig struct {
 	Disabled    bool     `json:"disabled,omitempty"`
 	Segments    []string `json:"segments,omitempty"`
 	Concurrency int      `json:"concurrency,omitempty"`
+}
+
+// ScannerConfig configures the in-process vulnerability scanner of the
+// all-in-one mode.
+type ScannerConfig struct {
+	// Disabled leaves scanning to a separate lcm-scanner.
+	Disabled bool `json:"disabled,omitempty"`
+	// DBDir is the OSV export directory (<ecosystem>/all.zip); relative
+	// to the data dir; default "vulndb".
+	DBDir string `json:"db_dir,omitempty"`
+	// Engine is "osv" (the built-in matcher, default) or "trivy" (runs
+	// `trivy sbom --offline-scan` with Trivy's own database).
+	Engine string `json:"engine,omitempty"`
+	// TrivyBin is the trivy binary (default: trivy on PATH); TrivyCacheDir
+	// its --cache-dir (where its database lives).
+	TrivyBin      string `json:"trivy_bin,omitempty"`
+	TrivyCacheDir string `json:"trivy_cache_dir,omitempty"`
 }
 
 // DNSConfig configures the embedded authoritative DNS listener (off when
@@ -123,6 +161,18 @@ type SMTPConfig struct {
 	TLS string `json:"tls,omitempty"`
 }
 
+// UpdatesConfig is the release feed lcm-api checks for a newer version
+// (docs/updates.md).
+type UpdatesConfig struct {
+	// FeedURL is the JSON release feed; empty: no update checks.
+	FeedURL string `json:"feed_url,omitempty"`
+	// Channel: develop, beta, community (default) or enterprise.
+	Channel string `json:"channel,omitempty"`
+	// DailyCheckDisabled opts out of the daily check (the manual check
+	// stays).
+	DailyCheckDisabled bool `json:"daily_check_disabled,omitempty"`
+}
+
 // Defaults returns the configuration used for every key not set elsewhere.
 func Defaults() Config {
 	return Config{
@@ -131,12 +181,14 @@ func Defaults() Config {
 		LogLevel:                 "info",
 		AccessLog:                true,
 		StorageHistoryDays:       180,
+		JobHistoryDays:           180,
 		Host:                     "127.0.0.1",
 		Port:                     9310,
 		AgentHost:                "0.0.0.0",
 		AgentPort:                9320,
 		MCPHost:                  "127.0.0.1",
 		MCPPort:                  9330,
+		MetricsHost:              "127.0.0.1",
 		DataDir:                  "data",
 		Worker:                   WorkerConfig{Segments: []string{"default"}, Concurrency: 64},
 		Speech:                   SpeechConfig{TTSLanguage: "en-US"},
@@ -306,17 +358,17 @@ func (c *Config) ApplyEnv(getenv func(string) string) error {
 	str := map[string]*string{
 		"LCM_JWT_SECRET": &c.JWTSecret, "LCM_PUBLIC_BASE_URL": &c.PublicBaseURL,
 		"LCM_LOG_LEVEL": &c.LogLevel, "LCM_HOST": &c.Host, "LCM_AGENT_HOST": &c.AgentHost,
-		"LCM_MCP_HOST": &c.MCPHost, "LCM_DATA_DIR": &c.DataDir, "LCM_DATABASE_URL": &c.Database.URL,
+		"LCM_MCP_HOST": &c.MCPHost, "LCM_METRICS_HOST": &c.MetricsHost, "LCM_DATA_DIR": &c.DataDir, "LCM_DATABASE_URL": &c.Database.URL,
 		"LCM_NATS_URL": &c.NATS.URL, "LCM_NATS_LISTEN": &c.NATS.Listen, "LCM_NATS_USER": &c.NATS.User,
 		"LCM_NATS_PASSWORD": &c.NATS.Password, "LCM_DNS_LISTEN": &c.DNS.Listen,
 		"LCM_SMTP_HOST": &c.SMTP.Host, "LCM_SMTP_FROM": &c.SMTP.From, "LCM_SMTP_USERNAME": &c.SMTP.Username,
 		"LCM_SMTP_PASSWORD": &c.SMTP.Password,
 	}
 	ints := map[string]*int{
-		"LCM_PORT": &c.Port, "LCM_AGENT_PORT": &c.AgentPort, "LCM_MCP_PORT": &c.MCPPort,
+		"LCM_PORT": &c.Port, "LCM_AGENT_PORT": &c.AgentPort, "LCM_MCP_PORT": &c.MCPPort, "LCM_METRICS_PORT": &c.MetricsPort,
 		"LCM_ACCESS_TOKEN_TTL_MINUTES":      &c.AccessTokenTTLMinutes,
 		"LCM_API_KEY_RATE_LIMIT_PER_MINUTE": &c.APIKeyRateLimitPerMinute, "LCM_SMTP_PORT": &c.SMTP.Port,
-		"LCM_STORAGE_HISTORY_DAYS": &c.StorageHistoryDays,
+		"LCM_STORAGE_HISTORY_DAYS": &c.StorageHistoryDays, "LCM_JOB_HISTORY_DAYS": &c.JobHistoryDays,
 	}
 	bools := map[string]*bool{"LCM_TRUST_PROXY_HEADER": &c.TrustProxyHeader, "LCM_ACCESS_LOG": &c.AccessLog}
 	for k, p := range str {
@@ -399,6 +451,9 @@ func (c *Config) Validate() error {
 	if c.StorageHistoryDays < 90 || c.StorageHistoryDays > 365 {
 		bad("storage_history_days", "must be between 90 and 365, is %d", c.StorageHistoryDays)
 	}
+	if c.JobHistoryDays < 7 || c.JobHistoryDays > 3650 {
+		bad("job_history_days", "must be between 7 and 3650, is %d", c.JobHistoryDays)
+	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
 	default:
@@ -412,7 +467,8 @@ func (c *Config) Validate() error {
 	checkPort("port", c.Port, false)
 	checkPort("agent_port", c.AgentPort, true)
 	checkPort("mcp_port", c.MCPPort, true)
-	for key, h := range map[string]string{"host": c.Host, "agent_host": c.AgentHost, "mcp_host": c.MCPHost} {
+	checkPort("metrics_port", c.MetricsPort, true)
+	for key, h := range map[string]string{"host": c.Host, "agent_host": c.AgentHost, "mcp_host": c.MCPHost, "metrics_host": c.MetricsHost} {
 		if h != "" && net.ParseIP(h) == nil && h != "localhost" {
 			bad(key, "must be an IP address, is %q", h)
 		}
@@ -426,6 +482,9 @@ func (c *Config) Validate() error {
 	if c.Worker.Concurrency < 0 {
 		bad("worker.concurrency", "must not be negative")
 	}
+	if e := c.Scanner.Engine; e != "" && e != "osv" && e != "trivy" {
+		bad("scanner.engine", `must be "osv" (built-in) or "trivy"`)
+	}
 	if c.NATS.Listen != "" && c.NATS.URL == "" && (c.NATS.User == "" || c.NATS.Password == "") {
 		bad("nats.user", "a listening embedded NATS (nats.listen) needs nats.user and nats.password for lcm-api itself")
 	}
@@ -433,6 +492,21 @@ func (c *Config) Validate() error {
 		if w.User == "" || w.Password == "" || len(w.Segments) == 0 {
 			bad(fmt.Sprintf("nats.workers[%d]", i), "needs user, password and segments")
 		}
+	}
+	for i, g := range c.NATS.AgentGateways {
+		if g.User == "" || g.Password == "" {
+			bad(fmt.Sprintf("nats.agent_gateways[%d]", i), "needs user and password")
+		}
+	}
+	if u := c.Updates.FeedURL; u != "" {
+		if pu, err := url.Parse(u); err != nil || (pu.Scheme != "https" && pu.Scheme != "http") || pu.Host == "" {
+			bad("updates.feed_url", "must be an http(s) URL (empty: no update checks)")
+		}
+	}
+	switch c.Updates.Channel {
+	case "", "develop", "beta", "community", "enterprise":
+	default:
+		bad("updates.channel", "must be develop, beta, community or enterprise, is %q", c.Updates.Channel)
 	}
 	return errors.Join(errs...)
 }
@@ -459,6 +533,10 @@ func (c Config) Redacted() Config {
 	for i := range c.NATS.Workers {
 		mask(&c.NATS.Workers[i].Password)
 	}
+	c.NATS.AgentGateways = append([]NATSAccount(nil), c.NATS.AgentGateways...)
+	for i := range c.NATS.AgentGateways {
+		mask(&c.NATS.AgentGateways[i].Password)
+	}
 	mask(&c.SMTP.Password)
 	if c.Database.URL != "" {
 		c.Database.URL = redactURL(c.Database.URL)
@@ -477,4 +555,63 @@ func redactURL(u string) string {
 		return u[:scheme+3] + userinfo[:i] + ":***" + u[at:]
 	}
 	return u
+}
+
+// RemoveSMTPPassword deletes smtp.password from the config file at path
+// (the password lives encrypted in the database once imported). The file
+// is rewritten atomically with its mode kept; keys come out sorted. It
+// reports whether the file held a password.
+func RemoveSMTPPassword(path string) (bool, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return false, fmt.Errorf("config: %w", err)
+	}
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return false, fmt.Errorf("config: %s: %w", path, err)
+	}
+	var smtp map[string]json.RawMessage
+	if raw, ok := doc["smtp"]; !ok || json.Unmarshal(raw, &smtp) != nil {
+		return false, nil
+	}
+	if _, ok := smtp["password"]; !ok {
+		return false, nil
+	}
+	delete(smtp, "password")
+	if doc["smtp"], err = json.Marshal(smtp); err != nil {
+		return false, err
+	}
+	out, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return false, err
+	}
+	out = append(out, '\n')
+	mode := fs.FileMode(0o600)
+	if st, err := os.Stat(path); err == nil {
+		mode = st.Mode().Perm()
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".config-*.json")
+	if err != nil {
+		return false, fmt.Errorf("config: cannot rewrite %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(mode); err != nil {
+		tmp.Close()
+		return false, err
+	}
+	if _, err := tmp.Write(out); err != nil {
+		tmp.Close()
+		return false, err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return false, err
+	}
+	if err := tmp.Close(); err != nil {
+		return false, err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return false, fmt.Errorf("config: replace %s: %w", path, err)
+	}
+	return true, nil
 }

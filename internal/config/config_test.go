@@ -113,3 +113,32 @@ func TestApplyEnv(t *testing.T) {
 		t.Fatalf("want error naming LCM_PORT, got %v", err)
 	}
 }
+
+func TestRemoveSMTPPassword(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "config.json")
+	orig := `{"jwt_secret": "` + strings.Repeat("x", 40) + `", "port": 9999, "smtp": {"host": "mail.example.test", "port": 587, "password": "in-plain-text", "tls": "starttls"}}`
+	if err := os.WriteFile(path, []byte(orig), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	removed, err := RemoveSMTPPassword(path)
+	if err != nil || !removed {
+		t.Fatalf("removed %v err %v", removed, err)
+	}
+	data, _ := os.ReadFile(path)
+	if strings.Contains(string(data), "in-plain-text") || strings.Contains(string(data), "password") {
+		t.Fatalf("password still in the file:\n%s", data)
+	}
+	cfg, _, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Port != 9999 || cfg.SMTP.Host != "mail.example.test" || cfg.SMTP.TLS != "starttls" || cfg.SMTP.Password != "" {
+		t.Fatalf("other keys changed: %+v", cfg)
+	}
+	if st, _ := os.Stat(path); st.Mode().Perm() != 0o640 {
+		t.Fatalf("mode %v", st.Mode().Perm())
+	}
+	if removed, err := RemoveSMTPPassword(path); removed || err != nil {
+		t.Fatalf("second run: %v %v", removed, err)
+	}
+}

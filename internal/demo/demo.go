@@ -131,27 +131,52 @@ func addMarker(ctx context.Context, st *store.Store, id string) error {
 	return st.PutSetting(ctx, SettingServers, append(ids, id))
 }
 
-// Simulator is the jobs simulator for demo servers: their jobs get canned
-// output and succeed; every other server's jobs go to a worker.
+// Simulator is the jobs simulator for demo servers: their jobs succeed
+// in-process; jobs that change or refresh packages run on the server's
+// stored state (simulate.go), the others print canned output. Every other
+// server's jobs go to a worker.
 func Simulator(st *store.Store, log *slog.Logger) jobs.Simulator {
-	return func(ctx context.Context, job domain.Job) ([]string, bool) {
+	if log == nil {
+		log = slog.Default()
+	}
+	return func(ctx context.Context, job domain.Job) (jobs.Simulation, bool) {
 		ids, err := IDs(ctx, st)
 		if err != nil {
 			log.Warn("demo: marker unreadable, job not simulated", "err", err)
-			return nil, false
+			return jobs.Simulation{}, false
 		}
 		if !slices.Contains(ids, job.ServerID) {
-			return nil, false
+			return jobs.Simulation{}, false
 		}
-		return Output(job), true
+		if carriesRefresh(job.Kind) {
+			sim, err := simulateState(ctx, st, job)
+			if err == nil {
+				return sim, true
+			}
+			log.Warn("demo: simulated state unreadable, canned output only", "job_id", job.ID, "server_id", job.ServerID, "err", err)
+		}
+		return jobs.Simulation{Output: Output(job)}, true
 	}
 }
 
-// Output is a demo job's canned console output.
+// header is the first line of a demo job's output.
+func header(job domain.Job) string {
+	sp, _ := specByName(job.ServerName)
+	return fmt.Sprintf("==> %s on %s (%s) [demo: simulated, no connection made]\n", job.Name(), job.ServerName, sp.Pretty)
+}
+
+// rebootSeconds is a stable, plausible reboot duration per server (30–89 s).
+func rebootSeconds(host string) int {
+	return 30 + int(sha256.Sum256([]byte(host))[0])%60
+}
+
+// Output is a demo job's canned console output (the seeded specification,
+// not the stored state: for jobs that do not touch packages, and when the
+// state cannot be read).
 func Output(job domain.Job) []string {
 	sp, _ := specByName(job.ServerName)
 	host := job.ServerName
-	out := []string{fmt.Sprintf("==> %s on %s (%s) [demo: simulated, no connection made]\n", job.Kind, host, sp.Pretty)}
+	out := append([]string{header(job)}, jobListsRefresh(job, sp.Family)...)
 	switch job.Kind {
 	case domain.JobConnectivity, domain.JobReconnect:
 		out = append(out, "Connecting to "+sp.Host+":22 as lcm … host key matches pinned "+fingerprint(host)+"\n",
@@ -170,8 +195,7 @@ func Output(job domain.Job) []string {
 		_ = json.Unmarshal(job.Params, &p)
 		out = append(append(out, packageOutput(sp, p)...), refreshOutput(sp)...)
 	case domain.JobReboot:
-		// A stable, plausible duration per server (30–89 s).
-		secs := 30 + int(sha256.Sum256([]byte(host))[0])%60
+		secs := rebootSeconds(host)
 		out = append(out, "Boot id "+bootID(host, 0)+"\n", "Rebooting (systemctl reboot) …\n",
 			"Waiting for the server to come back …\n",
 			fmt.Sprintf("Server is back after %d s (boot id %s)\n", secs, bootID(host, 1)))

@@ -128,6 +128,7 @@ func TestDemoJobIsSimulated(t *testing.T) {
 		{"reboot", "Server is back after"},
 		{"hold", "openssl set on hold."},
 		{"upgrade-all", " upgraded, 0 newly installed"},
+		{"refresh", "Listing packages"},
 	} {
 		kind := c.kind
 		id := serverID(t, p, "web-01")
@@ -144,6 +145,8 @@ func TestDemoJobIsSimulated(t *testing.T) {
 			job, err = p.Fleet.PackageAction(ctx, p.Admin, id, actions.PkgHold, []string{"openssl"})
 		case "upgrade-all":
 			job, err = p.Fleet.PackageAction(ctx, p.Admin, id, actions.PkgUpgradeAll, nil)
+		case "refresh":
+			job, err = p.Fleet.Refresh(ctx, p.Admin, id)
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -162,6 +165,14 @@ func TestDemoJobIsSimulated(t *testing.T) {
 		}
 		if !strings.Contains(string(out.Output), c.want) {
 			t.Fatalf("%s output %q, want %q in it", kind, out.Output, c.want)
+		}
+		// Jobs that decide what to install (and the refresh) say how old
+		// the package lists were and refresh them first, as real ones do.
+		refreshed := strings.Contains(string(out.Output), "lcm: refreshing every configured apt source (apt-get update)") &&
+			strings.Contains(string(out.Output), "lcm: package lists are ")
+		if want := kind == "upgrade" || kind == "upgrade-all" || kind == "refresh"; refreshed != want ||
+			want && strings.Index(string(out.Output), "lcm: refreshing") > strings.Index(string(out.Output), c.want) {
+			t.Fatalf("%s output %q: lists refreshed %v, want %v (before %q)", kind, out.Output, refreshed, want, c.want)
 		}
 	}
 }

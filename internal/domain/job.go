@@ -95,8 +95,8 @@ const (
 )
 
 // JobKinds lists every kind (filter options).
-var JobKinds = append([]JobKind{JobJoin, JobConnectivity, JobUpgradeSecurity, JobRotateKey, JobReconnect, JobDecommission},
-	InventoryJobKinds...)
+var JobKinds = append(append([]JobKind{JobJoin, JobConnectivity, JobUpgradeSecurity, JobRotateKey, JobReconnect, JobDecommission,
+	JobLinuxUser, JobLinuxUserScan}, InventoryJobKinds...), append(HardeningJobKinds, ContainerJobKinds...)...)
 
 // String returns the wire value.
 func (k JobKind) String() string { return string(k) }

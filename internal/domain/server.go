@@ -10,8 +10,11 @@ import (
 type ServerStatus string
 
 // Server statuses. The spec names red and yellow; green, unreachable and
-// unknown complete the set the UI shows.
+// unknown complete the set the UI shows; excellent is the reference's best
+// state: green, no known vulnerabilities, SSH hardened and an active
+// firewall (docs/status.md).
 const (
+	ServerExcellent   ServerStatus = "excellent"
 	ServerUnknown     ServerStatus = "unknown"
 	ServerGreen       ServerStatus = "green"
 	ServerYellow      ServerStatus = "yellow"
@@ -25,14 +28,18 @@ func (s ServerStatus) String() string { return string(s) }
 // Valid reports whether s is a known status.
 func (s ServerStatus) Valid() bool {
 	switch s {
-	case ServerUnknown, ServerGreen, ServerYellow, ServerRed, ServerUnreachable:
+	case ServerUnknown, ServerExcellent, ServerGreen, ServerYellow, ServerRed, ServerUnreachable:
 		return true
 	}
 	return false
 }
 
-// TransportSSH is the only transport of issue 4; the agent transport follows.
-const TransportSSH = "ssh"
+// Transports of a server: SSH (the worker logs in) or agent (lcm-agent on
+// the server keeps an outbound connection to the agent gateway).
+const (
+	TransportSSH   = "ssh"
+	TransportAgent = "agent"
+)
 
 // DefaultSegment is the worker segment of a server that names none.
 const DefaultSegment = "default"
@@ -74,9 +81,14 @@ type Server struct {
 	UpdatesAvail   int
 	SecurityAvail  int
 	SSHHardened    bool
-	LastSeenAt     *time.Time
-	CreatedAt      time.Time
-	ActiveJobID    string
+	// Hardening is what LCM last proved about SSH and sudo.
+	Hardening   Hardening
+	LastSeenAt  *time.Time
+	CreatedAt   time.Time
+	ActiveJobID string
+	// Agent is the agent state of a server with TransportAgent (nil
+	// otherwise).
+	Agent *AgentState
 }
 
 // Addr is host:port.

@@ -21,6 +21,7 @@ import (
 	"github.com/lcmproject/lcm/internal/domain"
 	"github.com/lcmproject/lcm/internal/jobs"
 	"github.com/lcmproject/lcm/internal/pkgmgr"
+	"github.com/lcmproject/lcm/internal/remote"
 	"github.com/lcmproject/lcm/internal/sshexec"
 	"github.com/lcmproject/lcm/internal/store"
 )
@@ -36,6 +37,11 @@ type Service struct {
 	log   *slog.Logger
 	// deleted are told about every removed server (see OnDeleted).
 	deleted []DeletedHook
+	// membership are told about servers joining and leaving groups.
+	membership []MembershipHook
+	// agents is the agent transport (SetAgents); nil: agent servers
+	// cannot get tokens.
+	agents *AgentConfig
 }
 
 // New returns the service and registers its job finish hooks.
@@ -49,6 +55,7 @@ func New(st *store.Store, js *jobs.Service, log *slog.Logger) *Service {
 	js.OnFinish(domain.JobConnectivity, s.afterCheck)
 	js.OnFinish(domain.JobReconnect, s.afterCheck)
 	js.OnFinish(domain.JobDecommission, s.afterDecommission)
+	s.registerHardening()
 	return s
 }
 
@@ -74,7 +81,7 @@ func (s *Service) Probe(ctx context.Context, host string, port int) (ProbeResult
 	defer cancel()
 	key, fp, err := sshexec.Probe(ctx, net.JoinHostPort(host, strconv.Itoa(port)))
 	if err != nil {
-		return ProbeResult{}, domain.Invalid("probe_failed", "no SSH host key from "+host+": "+err.Error())
+		return ProbeResult{}, domain.Invalid("probe_failed", remote.Explain(err))
 	}
 	return ProbeResult{Host: host, Port: port, KeyType: key.Type(), FingerprintSHA256: fp, HostKey: sshexec.AuthorizedKey(key)}, nil
 }
@@ -165,21 +172,28 @@ func (s *Service) validateJoin(ctx context.Context, p *domain.Principal, r *Join
 	if _, _, _, _, err := ssh.ParseAuthorizedKey([]byte(r.HostKey)); err != nil {
 		return domain.Invalid("invalid_host_key", "host_key must be the probed key line (\"ssh-ed25519 AAAA…\") the operator confirmed")
 	}
-	if r.Segment != "" && !domain.ValidSegment(r.Segment) {
+	return s.checkPlacement(ctx, p, r.GroupIDs, r.Segment)
+}
+
+// checkPlacement validates the segment and groups of a new server: an
+// admin may use any existing group, a manager must name at least one and
+// only groups it manages.
+func (s *Service) checkPlacement(ctx context.Context, p *domain.Principal, groupIDs []string, segment string) error {
+	if segment != "" && !domain.ValidSegment(segment) {
 		return domain.Invalid("invalid_segment", "segment may contain letters, digits, - and _ only")
 	}
 	if p.IsAdmin() {
-		for _, g := range r.GroupIDs {
+		for _, g := range groupIDs {
 			if _, err := s.store.GetGroup(ctx, store.SystemScope, g); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	if len(r.GroupIDs) == 0 {
+	if len(groupIDs) == 0 {
 		return domain.Invalid("group_required", "a manager must place a new server in one of its groups")
 	}
-	for _, g := range r.GroupIDs {
+	for _, g := range groupIDs {
 		if _, err := s.store.GetGroup(ctx, store.ScopeOf(p), g); err != nil {
 			return err
 		}
@@ -303,19 +317,18 @@ func (s *Service) UpgradeSecurity(ctx context.Context, p *domain.Principal, id s
 // Decommission removes a server: a joined server first gets a best-effort
 // job removing the management user's key and sudo rule, and is deleted
 // when that job ends; a server that never joined is deleted at once.
-func (s *Service) Decommission(ctx context.Context, p *domain.Principal, id string) error {
+func (s *Service) Decommission(ctx context.Context, p *domain.Principal, id string) (domain.Job, error) {
 	srv, err := s.store.GetServer(ctx, store.ScopeOf(p), id)
 	if err != nil {
-		return err
+		return domain.Job{}, err
 	}
 	if !srv.Joined {
 		if srv.ActiveJobID != "" {
-			return &jobs.BusyError{ServerID: id, JobID: srv.ActiveJobID}
+			return domain.Job{}, &jobs.BusyError{ServerID: id, JobID: srv.ActiveJobID}
 		}
-		return s.deleteServer(ctx, id)
+		return domain.Job{}, s.deleteServer(ctx, id)
 	}
-	_, err = s.jobs.Submit(ctx, p, id, domain.JobDecommission, nil)
-	return err
+	return s.jobs.Submit(ctx, p, id, domain.JobDecommission, nil)
 }
 
 func (s *Service) afterKeyJob(ctx context.Context, job domain.Job) error {

@@ -54,28 +54,62 @@ func validGroup(name, desc, segment *string) error {
 
 // DisbandGroup deletes a group; its servers and managers stay.
 func (s *Service) DisbandGroup(ctx context.Context, id string) error {
-	return s.store.DeleteGroup(ctx, id)
+	g, err := s.store.GetGroup(ctx, store.SystemScope, id)
+	if err != nil {
+		return err
+	}
+	if err := s.store.DeleteGroup(ctx, id); err != nil {
+		return err
+	}
+	for _, sid := range g.ServerIDs {
+		s.membershipChanged(ctx, id, sid, false)
+	}
+	return nil
+}
+
+// MembershipHook is told that a server joined (joined) or left a group,
+// after the change is stored.
+type MembershipHook func(ctx context.Context, groupID, serverID string, joined bool)
+
+// OnMembership registers a membership hook (while wiring, before use).
+func (s *Service) OnMembership(h MembershipHook) { s.membership = append(s.membership, h) }
+
+func (s *Service) membershipChanged(ctx context.Context, groupID, serverID string, joined bool) {
+	for _, h := range s.membership {
+		h(ctx, groupID, serverID, joined)
+	}
 }
 
 // AssignServer adds a server to a group.
 func (s *Service) AssignServer(ctx context.Context, groupID, serverID string) (domain.Group, error) {
+	if serverID == "" {
+		return domain.Group{}, domain.Invalid("invalid_request", "server_id is required")
+	}
 	if err := s.store.AddGroupServer(ctx, groupID, serverID); err != nil {
 		return domain.Group{}, err
 	}
+	s.membershipChanged(ctx, groupID, serverID, true)
 	return s.store.GetGroup(ctx, store.SystemScope, groupID)
 }
 
 // RemoveServer removes a server from a group.
 func (s *Service) RemoveServer(ctx context.Context, groupID, serverID string) (domain.Group, error) {
+	if serverID == "" {
+		return domain.Group{}, domain.Invalid("invalid_request", "server_id is required")
+	}
 	if err := s.store.RemoveGroupServer(ctx, groupID, serverID); err != nil {
 		return domain.Group{}, err
 	}
+	s.membershipChanged(ctx, groupID, serverID, false)
 	return s.store.GetGroup(ctx, store.SystemScope, groupID)
 }
 
 // AssignManager makes a user a manager of a group: it sees the group's
 // servers.
 func (s *Service) AssignManager(ctx context.Context, groupID, userID string) (domain.Group, error) {
+	if userID == "" {
+		return domain.Group{}, domain.Invalid("invalid_request", "user_id is required")
+	}
 	if err := s.store.AddGroupManager(ctx, groupID, userID); err != nil {
 		return domain.Group{}, err
 	}
@@ -84,6 +118,9 @@ func (s *Service) AssignManager(ctx context.Context, groupID, userID string) (do
 
 // RemoveManager removes a manager from a group.
 func (s *Service) RemoveManager(ctx context.Context, groupID, userID string) (domain.Group, error) {
+	if userID == "" {
+		return domain.Group{}, domain.Invalid("invalid_request", "user_id is required")
+	}
 	if err := s.store.RemoveGroupManager(ctx, groupID, userID); err != nil {
 		return domain.Group{}, err
 	}

@@ -109,7 +109,7 @@ func follow(t *testing.T, p *plane.Plane, pr *domain.Principal, id string) (stri
 // TestJoinAndUpgradeSecurityOnTestHost runs the onboarding and a real apt
 // security upgrade against a real Debian test host.
 func TestJoinAndUpgradeSecurityOnTestHost(t *testing.T) {
-	h := testutil.TestHosts(t, 3)[1]
+	h := testutil.TestHostAt(t, 2)
 	testutil.ResetTestHost(t, h)
 	defer testutil.ResetTestHost(t, h)
 	p := plane.Start(t, plane.Options{})
@@ -168,7 +168,7 @@ func TestJoinAndUpgradeSecurityOnTestHost(t *testing.T) {
 // bootstrap user whose sudo asks for its password, rotates the key and
 // decommissions the server.
 func TestPasswordJoinRotateDecommissionOnTestHost(t *testing.T) {
-	h := testutil.TestHosts(t, 3)[2]
+	h := testutil.TestHostAt(t, 3)
 	testutil.ResetTestHost(t, h)
 	defer testutil.ResetTestHost(t, h)
 	p := plane.Start(t, plane.Options{})
@@ -217,7 +217,7 @@ func TestPasswordJoinRotateDecommissionOnTestHost(t *testing.T) {
 		t.Fatalf("connectivity %s: %s", done.Status, done.Error)
 	}
 
-	if err := p.Fleet.Decommission(ctx, p.Admin, srv.ID); err != nil {
+	if _, err := p.Fleet.Decommission(ctx, p.Admin, srv.ID); err != nil {
 		t.Fatal(err)
 	}
 	testutil.WaitFor(t, time.Minute, "server deleted after decommission", func() bool {

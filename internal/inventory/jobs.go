@@ -6,6 +6,7 @@ import (
 
 	"github.com/lcmproject/lcm/internal/actions"
 	"github.com/lcmproject/lcm/internal/domain"
+	"github.com/lcmproject/lcm/internal/safe"
 	"github.com/lcmproject/lcm/internal/store"
 )
 
@@ -35,6 +36,7 @@ func (s *Service) IngestJobs(ctx context.Context, jobs []domain.Job) []error {
 	groups := make(chan group, storers)
 	go func() {
 		defer close(groups)
+		defer safe.Recover("inventory decode")
 		for lo := 0; lo < len(jobs); lo += decodeGroup {
 			hi := min(lo+decodeGroup, len(jobs))
 			raw := make([][]byte, 0, hi-lo)

@@ -86,6 +86,25 @@ func (s *Service) answerCreds(ctx context.Context, data []byte) bus.CredsReply {
 		}
 	}
 	c := credentialsFor(job, srv, sec)
+	s.mu.RLock()
+	supply := s.secrets[job.Kind]
+	s.mu.RUnlock()
+	if supply != nil {
+		if c.Secrets, err = supply(ctx, job); err != nil {
+			s.log.Error("creds: job secrets unavailable", "job_id", job.ID, "kind", job.Kind, "err", err)
+			return bus.CredsReply{Code: "internal", Error: "job secrets unavailable"}
+		}
+	}
+	if srv.Transport == domain.TransportAgent {
+		ag, err := s.store.AgentOf(ctx, srv.ID)
+		if err != nil {
+			return refuse(err)
+		}
+		if ag.AgentID == "" {
+			return bus.CredsReply{Code: "not_claimable", Error: "the server has no enrolled agent: issue an agent token and enroll lcm-agent"}
+		}
+		c.AgentID = ag.AgentID
+	}
 	sealed, err := credbox.Seal(c, req.PublicKey)
 	if err != nil {
 		s.log.Error("creds: seal failed", "job_id", job.ID, "err", err)
@@ -111,7 +130,7 @@ func refuse(err error) bus.CredsReply {
 // join or rotation to install and prove).
 func credentialsFor(job domain.Job, srv domain.Server, sec store.ServerSecrets) credbox.Credentials {
 	c := credbox.Credentials{JobID: job.ID, ServerID: srv.ID, Addr: srv.Addr(), HostKey: srv.HostKey,
-		CredVersion: sec.CredVersion, PackageFamily: srv.PackageFamily}
+		CredVersion: sec.CredVersion, PackageFamily: srv.PackageFamily, SudoMode: srv.Hardening.SudoMode}
 	switch job.Kind {
 	case domain.JobJoin:
 		c.User, c.PrivateKey, c.Password = sec.BootstrapUser, sec.BootstrapKey, sec.BootstrapPassword

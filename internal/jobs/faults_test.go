@@ -65,7 +65,8 @@ func TestManagerSeesOnlyItsGroups(t *testing.T) {
 	notFound("reconnect", err)
 	_, err = p.Fleet.RotateKey(ctx, m, other.ID)
 	notFound("rotate-key", err)
-	notFound("decommission", p.Fleet.Decommission(ctx, m, other.ID))
+	_, err = p.Fleet.Decommission(ctx, m, other.ID)
+	notFound("decommission", err)
 	name := "x"
 	_, err = p.Fleet.UpdateSettings(ctx, m, other.ID, settingsName(&name))
 	notFound("settings", err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/lcmproject/lcm/internal/bus"
 	"github.com/lcmproject/lcm/internal/domain"
+	"github.com/lcmproject/lcm/internal/safe"
 	"github.com/lcmproject/lcm/internal/store"
 )
 
@@ -59,6 +60,7 @@ func (s *Service) Follow(ctx context.Context, p *domain.Principal, id string) (<
 	f := &follower{s: s, id: id, out: out, live: live}
 	go func() {
 		defer close(out)
+		defer safe.Recover("job follower")
 		if stop != nil {
 			defer stop()
 		}

@@ -8,6 +8,8 @@ import (
 
 	"github.com/lcmproject/lcm/internal/bus"
 	"github.com/lcmproject/lcm/internal/domain"
+	"github.com/lcmproject/lcm/internal/metrics"
+	"github.com/lcmproject/lcm/internal/safe"
 	"github.com/lcmproject/lcm/internal/store"
 )
 
@@ -52,6 +54,7 @@ func (s *Service) RunIngest(ctx context.Context) error {
 	batches := make(chan []bus.Msg, 2)
 	go func() {
 		defer close(batches)
+		defer safe.Recover("jobs ingest fetch")
 		for ctx.Err() == nil {
 			msgs, err := cons.Fetch(ctx, ingestBatch, ingestWait)
 			if err != nil {
@@ -112,6 +115,14 @@ func (s *Service) ingest(ctx context.Context, msgs []bus.Msg) error {
 	if err := s.store.AppendOutput(ctx, chunks); err != nil {
 		return err
 	}
+	if len(chunks) > 0 {
+		n := 0
+		for _, c := range chunks {
+			n += len(c.Data)
+		}
+		metrics.IngestEvents.WithLabelValues("output").Add(float64(len(chunks)))
+		metrics.IngestBytes.Add(float64(n))
+	}
 	var beats []store.Heartbeat
 	var moves []store.JobTransition
 	var finals []final
@@ -140,6 +151,8 @@ func (s *Service) ingest(ctx context.Context, msgs []bus.Msg) error {
 	if _, err := s.store.TransitionJobs(ctx, moves); err != nil {
 		return err
 	}
+	metrics.IngestEvents.WithLabelValues("state").Add(float64(len(moves) + len(finals)))
+	metrics.IngestEvents.WithLabelValues("heartbeat").Add(float64(len(beats)))
 	// A batch full of refresh results takes seconds: keep NATS from
 	// redelivering it meanwhile.
 	touched := time.Now()

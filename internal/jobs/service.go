@@ -30,6 +30,8 @@ import (
 
 	"github.com/lcmproject/lcm/internal/bus"
 	"github.com/lcmproject/lcm/internal/domain"
+	"github.com/lcmproject/lcm/internal/metrics"
+	"github.com/lcmproject/lcm/internal/safe"
 	"github.com/lcmproject/lcm/internal/store"
 )
 
@@ -80,8 +82,11 @@ type Service struct {
 
 	mu    sync.RWMutex
 	hooks map[domain.JobKind][]finishHook
+	// secrets supply a job kind's own secrets with its credentials.
+	secrets map[domain.JobKind]SecretsFunc
 	// credsMu serialises credential requests for the same job (striped by
-	// job id, see answerCreds); never held together with mu.
+	// job id, see answerCreds); it may take mu's read lock briefly (the
+	// secrets map), mu is never held while taking it.
 	credsMu [credsStripes]sync.Mutex
 	// simulator, when set, runs demo servers' jobs in-process (SetSimulator).
 	simulator atomic.Pointer[Simulator]
@@ -101,8 +106,20 @@ func New(st *store.Store, b *bus.Bus, log *slog.Logger) *Service {
 		log = slog.Default()
 	}
 	return &Service{store: st, bus: b, log: log, now: func() time.Time { return time.Now().UTC() },
-		hooks: map[domain.JobKind][]finishHook{}, HeartbeatTimeout: HeartbeatTimeout, PendingTimeout: PendingTimeout,
+		hooks: map[domain.JobKind][]finishHook{}, secrets: map[domain.JobKind]SecretsFunc{}, HeartbeatTimeout: HeartbeatTimeout, PendingTimeout: PendingTimeout,
 		ReapInterval: ReapInterval, SimulatedDelay: 400 * time.Millisecond}
+}
+
+// SecretsFunc returns a job's own secrets (such as a Linux user's password
+// hash): they travel sealed with the job's credentials, never in its
+// params.
+type SecretsFunc func(ctx context.Context, job domain.Job) (map[string]string, error)
+
+// SecretsFor registers the secrets supplier of a job kind (before Run).
+func (s *Service) SecretsFor(kind domain.JobKind, f SecretsFunc) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.secrets[kind] = f
 }
 
 // OnFinish registers a hook for a job kind. A kind's hooks run in the
@@ -155,6 +172,9 @@ func (s *Service) SubmitServer(ctx context.Context, p *domain.Principal, srv dom
 	if !srv.Joined && kind != domain.JobJoin {
 		return domain.Job{}, domain.Conflict("not_joined", "the server has not joined yet; run join first")
 	}
+	if srv.Hardening.SudoMode == domain.SudoRestricted && domain.BlockedInRestrictedMode(kind) {
+		return domain.Job{}, domain.Conflict("restricted_mode", fmt.Sprintf("%s is blocked: the management user's sudo is restricted on this server (free-form scripts, custom actions and reboot need full mode)", domain.JobName(kind, params2json(params))))
+	}
 	createdBy := ""
 	if p != nil {
 		createdBy = p.UserID
@@ -187,8 +207,8 @@ func (s *Service) submit(ctx context.Context, srv domain.Server, kind domain.Job
 		return domain.Job{}, err
 	}
 	if sim := s.simulator.Load(); sim != nil {
-		if out, ok := (*sim)(ctx, job); ok {
-			go s.simulate(job, out, s.SimulatedDelay)
+		if run, ok := (*sim)(ctx, job); ok {
+			go s.simulate(job, run, s.SimulatedDelay)
 			s.log.Info("job submitted (simulated)", "job_id", job.ID, "job_name", kind, "server_id", srv.ID)
 			return job, nil
 		}
@@ -215,10 +235,22 @@ func (s *Service) Get(ctx context.Context, p *domain.Principal, id string) (doma
 	return s.store.GetJob(ctx, store.ScopeOf(p), id)
 }
 
-// History lists jobs visible to p.
+// HistoryMaxLimit is the largest page History returns; DefaultHistoryLimit
+// is the page size when the caller names none (Limit 0).
+const (
+	HistoryMaxLimit     = 500
+	DefaultHistoryLimit = 50
+)
+
+// History lists jobs visible to p. A Limit of 0 means DefaultHistoryLimit;
+// a negative one or one above HistoryMaxLimit is refused (never silently
+// replaced by the default).
 func (s *Service) History(ctx context.Context, p *domain.Principal, f domain.JobFilter) ([]domain.Job, int64, error) {
-	if f.Limit <= 0 || f.Limit > 500 {
-		f.Limit = 50
+	switch {
+	case f.Limit == 0:
+		f.Limit = DefaultHistoryLimit
+	case f.Limit < 0 || f.Limit > HistoryMaxLimit:
+		return nil, 0, domain.Invalid("limit_out_of_range", fmt.Sprintf("limit must be between 1 and %d (got %d); page with offset", HistoryMaxLimit, f.Limit))
 	}
 	if f.Offset < 0 {
 		f.Offset = 0
@@ -400,6 +432,7 @@ func (s *Service) completeMany(ctx context.Context, fs []final) ([]completed, er
 			continue
 		}
 		s.releaseLock(ctx, r.Job.ServerID, r.Job.ID)
+		observeFinished(r.Job)
 		s.log.Info("job finished", "job_id", r.Job.ID, "job_name", r.Job.Kind, "server_id", r.Job.ServerID, "status", r.Job.Status, "error", r.Job.Error)
 	}
 	return out, nil
@@ -468,8 +501,27 @@ func (s *Service) Run(ctx context.Context) error {
 	defer stop()
 	var wg sync.WaitGroup
 	wg.Add(2)
-	go func() { defer wg.Done(); _ = s.RunIngest(ctx) }()
-	go func() { defer wg.Done(); _ = s.RunReaper(ctx) }()
+	go func() { defer wg.Done(); safe.Supervise(ctx, "jobs ingest", s.RunIngest) }()
+	go func() { defer wg.Done(); safe.Supervise(ctx, "jobs reaper", s.RunReaper) }()
 	wg.Wait()
 	return nil
+}
+
+// observeFinished counts a job's final state in the metrics, with its
+// duration from start (jobs that never started count, without one).
+func observeFinished(j domain.Job) {
+	kind, status := string(j.Kind), string(j.Status)
+	metrics.JobsFinished.WithLabelValues(kind, status).Inc()
+	if j.StartedAt != nil && j.FinishedAt != nil && !j.FinishedAt.Before(*j.StartedAt) {
+		metrics.JobDuration.WithLabelValues(kind, status).Observe(j.FinishedAt.Sub(*j.StartedAt).Seconds())
+	}
+}
+
+// params2json is params as the job will store them (for its name).
+func params2json(params any) []byte {
+	if params == nil {
+		return nil
+	}
+	b, _ := json.Marshal(params)
+	return b
 }

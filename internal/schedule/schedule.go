@@ -19,6 +19,7 @@ import (
 	"github.com/robfig/cron/v3"
 
 	"github.com/lcmproject/lcm/internal/domain"
+	"github.com/lcmproject/lcm/internal/safe"
 )
 
 // Default lease timing. RenewEvery is a third of the BucketLeader TTL
@@ -296,7 +297,7 @@ func (s *Scheduler) lead(ctx context.Context) (*leadership, error) {
 		return nil, err
 	}
 	tctx, cancel := context.WithCancel(ctx)
-	c := cron.New(cron.WithParser(s.parser), cron.WithChain(cron.SkipIfStillRunning(cron.DiscardLogger)))
+	c := cron.New(cron.WithParser(s.parser), cron.WithChain(cron.SkipIfStillRunning(cron.DiscardLogger), recoverJobs))
 	wg := &sync.WaitGroup{}
 	for _, t := range tasks {
 		if !t.Enabled || t.Run == nil {
@@ -322,4 +323,15 @@ func (s *Scheduler) lead(ctx context.Context) (*leadership, error) {
 	}
 	c.Start()
 	return &leadership{c: c, cancel: cancel, wg: wg, tasks: tasks}, nil
+}
+
+// recoverJobs recovers a panicking task run (logged with its stack and
+// counted, like every panic LCM recovers): the next run happens as planned.
+// It must sit inside SkipIfStillRunning, whose token a panic would leak
+// (no run after the first panic).
+func recoverJobs(j cron.Job) cron.Job {
+	return cron.FuncJob(func() {
+		defer safe.Recover("scheduled task")
+		j.Run()
+	})
 }

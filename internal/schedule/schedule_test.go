@@ -14,6 +14,7 @@ import (
 	"github.com/lcmproject/lcm/internal/bus"
 	_ "github.com/lcmproject/lcm/internal/bus/natsembed"
 	"github.com/lcmproject/lcm/internal/domain"
+	"github.com/lcmproject/lcm/internal/safe"
 	"github.com/lcmproject/lcm/internal/schedule"
 	"github.com/lcmproject/lcm/internal/testutil"
 )
@@ -203,5 +204,58 @@ func TestChangeOnAnotherReplicaIsPickedUp(t *testing.T) {
 	testutil.WaitFor(t, 5*time.Second, "the leader reschedules at a renewal", func() bool { return runs.Load() >= 2 })
 	if _, err := s.SetOverrides(ctx, nil, nil); err == nil {
 		t.Fatal("SetOverrides without SaveOverrides succeeded")
+	}
+}
+
+type panics struct{ n atomic.Int64 }
+
+func (p *panics) RecordPanic() { p.n.Add(1) }
+
+// TestPanickingTaskIsRecovered: a task that panics is recovered and
+// counted; the scheduler keeps running it on schedule.
+func TestPanickingTaskIsRecovered(t *testing.T) {
+	ctx := context.Background()
+	b, err := bus.Open(ctx, bus.Options{DataDir: t.TempDir(), Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	pc := &panics{}
+	safe.SetRecorder(pc, quiet)
+	t.Cleanup(func() { safe.SetRecorder(nil, nil) })
+	l, err := b.NewLease(ctx, bus.BucketLeader, "scheduler", "a", 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runs atomic.Int64
+	s := schedule.New(schedule.Options{Lease: l, RenewEvery: 200 * time.Millisecond, Log: quiet,
+		Tasks: []schedule.Task{{Name: "boom", Spec: "* * * * * *", Enabled: true,
+			Run: func(context.Context) error { runs.Add(1); panic("task broke") }}}})
+	c, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); s.Run(c) }()
+	defer func() { cancel(); <-done }()
+	testutil.WaitFor(t, 10*time.Second, "the task ran 3 times", func() bool { return runs.Load() >= 3 })
+	if pc.n.Load() < 3 {
+		t.Fatalf("%d panics counted for %d runs", pc.n.Load(), runs.Load())
+	}
+}
+
+// TestAlertCheckTask: the alert evaluation is in the registry every 30
+// minutes and its interval can be changed like any task's.
+func TestAlertCheckTask(t *testing.T) {
+	s := schedule.New(schedule.Options{Tasks: schedule.Registry(schedule.Hooks{AlertCheck: func(context.Context) error { return nil }}),
+		Overrides: func(context.Context) (map[string]schedule.Override, error) {
+			return map[string]schedule.Override{schedule.TaskAlertCheck: {Spec: "*/10 * * * *"}}, nil
+		}})
+	got, err := s.Effective(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Name != "alert_check" || got[0].Spec != "*/10 * * * *" || !got[0].Enabled {
+		t.Fatalf("effective %+v", got)
+	}
+	if def := schedule.Registry(schedule.Hooks{AlertCheck: func(context.Context) error { return nil }}); def[0].Spec != "*/30 * * * *" {
+		t.Fatalf("default %+v", def[0])
 	}
 }

@@ -3,8 +3,10 @@ package schedule
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"time"
 
+	"github.com/lcmproject/lcm/internal/audit"
 	"github.com/lcmproject/lcm/internal/domain"
 	"github.com/lcmproject/lcm/internal/store"
 )
@@ -29,14 +31,9 @@ func SettingsStore(st *store.Store, log *slog.Logger) (
 		for name := range m {
 			names = append(names, name)
 		}
-		e := store.AuditEntry{At: time.Now().UTC(), Action: "settings.schedules_updated", Target: SettingKey,
-			Details: map[string]any{"overridden": names}}
-		if actor != nil {
-			e.ActorID, e.Actor = actor.UserID, actor.Username
-		}
-		if err := st.AppendAudit(context.WithoutCancel(ctx), e); err != nil && log != nil {
-			log.Error("audit append failed", "action", e.Action, "err", err)
-		}
+		slices.Sort(names)
+		audit.Append(ctx, st, log, actor, store.AuditEntry{At: time.Now().UTC(), Action: "settings.schedules_updated",
+			Target: audit.Target("settings", SettingKey), Details: map[string]any{"overridden": names}})
 		return nil
 	}
 	return load, save

@@ -262,7 +262,7 @@ func TestDeletingSelfEntrySetsDisabled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.p.Fleet.Decommission(ctx, e.p.Admin, n.ID); err != nil {
+	if _, err := e.p.Fleet.Decommission(ctx, e.p.Admin, n.ID); err != nil {
 		t.Fatal(err)
 	}
 	var disabled bool

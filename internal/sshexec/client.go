@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/lcmproject/lcm/internal/metrics"
 	"github.com/lcmproject/lcm/internal/remote"
 )
 
@@ -69,10 +70,12 @@ func Dial(ctx context.Context, t Target) (*Client, error) {
 	}
 	conn, err := dialTCP(ctx, t.Addr, to.Dial)
 	if err != nil {
+		metrics.SSHErrors.WithLabelValues("dial").Inc()
 		return nil, err
 	}
 	sc, chans, reqs, err := handshake(ctx, conn, t.Addr, cfg, to.Handshake)
 	if err != nil {
+		metrics.SSHErrors.WithLabelValues("handshake").Inc()
 		conn.Close()
 		if mismatch != nil {
 			return nil, mismatch

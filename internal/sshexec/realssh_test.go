@@ -20,7 +20,7 @@ func TestRealOpenSSH(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration")
 	}
-	h := testutil.TestHosts(t, 1)[0]
+	h := testutil.TestHostAt(t, 1)
 	tg := sshexec.Target{Addr: h.Addr, User: "root", Signer: h.Signer(t), HostKey: h.HostKeys[0]}
 	c := dial(t, tg)
 	ctx := context.Background()

@@ -7,6 +7,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/lcmproject/lcm/internal/domain"
@@ -19,7 +22,23 @@ type Service struct {
 	store *store.Store
 	log   *slog.Logger
 	now   func() time.Time
+	// onChange runs after a recompute stored a changed outcome (OnChange).
+	onChange []func()
+	// notes supplies configuration warnings per server (SetNotes).
+	notes func(ctx context.Context, serverIDs []string) (map[string][]string, error)
 }
+
+// SetNotes plugs in a source of configuration warnings per server (the
+// automation area's group-priority ties); each becomes an info insight.
+// Set it before serving.
+func (s *Service) SetNotes(fn func(ctx context.Context, serverIDs []string) (map[string][]string, error)) {
+	s.notes = fn
+}
+
+// OnChange adds fn to what runs after a recompute stored a changed status
+// or insight (a scan's findings, a failed contact, an ingest): the alerts
+// area evaluates at once then. Register before serving; fn must not block.
+func (s *Service) OnChange(fn func()) { s.onChange = append(s.onChange, fn) }
 
 // New returns the service.
 func New(st *store.Store, log *slog.Logger) *Service {
@@ -67,12 +86,20 @@ func (s *Service) recompute(ctx context.Context, ids []string) (map[string]Resul
 	if err != nil {
 		return nil, err
 	}
+	var notes map[string][]string
+	if s.notes != nil {
+		if notes, err = s.notes(ctx, ids); err != nil {
+			// A warning source must not stop the traffic light.
+			s.log.Warn("status: configuration warnings unavailable", "err", err)
+		}
+	}
 	now := s.now()
 	out := make(map[string]Result, len(raws))
 	var save []store.StatusRecord
 	var changed []string
 	for id, raw := range raws {
 		in := inputsOf(raw, now)
+		in.Notes = notes[id]
 		st, ins := Compute(in)
 		body, err := json.Marshal(ins)
 		if err != nil {
@@ -93,6 +120,11 @@ func (s *Service) recompute(ctx context.Context, ids []string) (map[string]Resul
 	}
 	if err := s.store.SaveStatuses(ctx, save); err != nil {
 		return nil, err
+	}
+	if len(save) > 0 {
+		for _, fn := range s.onChange {
+			fn()
+		}
 	}
 	for _, id := range changed {
 		s.log.Info("server status changed", "server_id", id, "status", out[id].Status)
@@ -124,10 +156,39 @@ func inputsOf(r store.StatusInputs, now time.Time) Inputs {
 		}
 	}
 	if r.LastJobStatus == string(domain.JobFailed) {
-		in.LastJobFailed, in.LastJobName, in.LastJobError = true, r.LastJobKind, r.LastJobError
+		in.LastJobFailed, in.LastJobName, in.LastJobError = true, domain.JobName(domain.JobKind(r.LastJobKind), r.LastJobParams), r.LastJobError
 	}
 	in.CVECritical, in.CVEHigh, in.CVEMedium = r.Findings[SeverityCritical], r.Findings[SeverityHigh], r.Findings[SeverityMedium]
+	in.CVECriticalPackages, in.CVEHighPackages = packageFixes(r.Severe, SeverityCritical), packageFixes(r.Severe, SeverityHigh)
+	for _, n := range r.Findings {
+		in.CVEAny += n
+	}
+	in.SSHHardened, in.FirewallActive, in.FirewallTool, in.FirewallKnown = r.SSHHardened, r.FirewallActive, r.FirewallTool, r.FirewallKnown
+	in.ImageUpdates = imageUpdates(r.ContainerUpdates)
 	return in
+}
+
+// imageUpdates lists the images of the last newer-image check that have an
+// update (containers.ImageUpdate's JSON shape), sorted and distinct.
+func imageUpdates(raw []byte) []string {
+	if len(raw) == 0 {
+		return nil
+	}
+	var ups []struct {
+		Image           string `json:"image"`
+		UpdateAvailable bool   `json:"update_available"`
+	}
+	if json.Unmarshal(raw, &ups) != nil {
+		return nil
+	}
+	var out []string
+	for _, u := range ups {
+		if u.UpdateAvailable && u.Image != "" {
+			out = append(out, u.Image)
+		}
+	}
+	sort.Strings(out)
+	return slices.Compact(out)
 }
 
 // RecordContact is the reachability hook: ok after any successful
@@ -234,4 +295,35 @@ func (s *Service) Of(ctx context.Context, p *domain.Principal, ids []string) (ma
 		out[id] = Result{Status: domain.ServerStatus(r.Status), Insights: ins, ComputedAt: r.ComputedAt}
 	}
 	return out, nil
+}
+
+// packageFixes names each affected package of a severity once, with the
+// fixed versions its findings name ("openssl (fixed in 3.0.15-1~deb12u1)",
+// "libc6 (no fix yet)"), sorted by name.
+func packageFixes(fs []Finding, sev string) []string {
+	fixes := map[string][]string{}
+	var names []string
+	for _, f := range fs {
+		if f.Severity != sev {
+			continue
+		}
+		cur, seen := fixes[f.Package]
+		if !seen {
+			names = append(names, f.Package)
+		}
+		if f.FixedIn != "" && !slices.Contains(cur, f.FixedIn) {
+			cur = append(cur, f.FixedIn)
+		}
+		fixes[f.Package] = cur
+	}
+	sort.Strings(names)
+	out := make([]string, len(names))
+	for i, n := range names {
+		if len(fixes[n]) == 0 {
+			out[i] = n + " (no fix yet)"
+		} else {
+			out[i] = n + " (fixed in " + strings.Join(fixes[n], ", ") + ")"
+		}
+	}
+	return out
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -78,6 +79,80 @@ func TestJobsFinishedMatchesJobFinished(t *testing.T) {
 			}
 			if in, _ := st.LoadStatusInputs(ctx, batch[0].ServerID); in.LastSeenAt == nil || in.Previous == nil {
 				t.Fatalf("the others were not stored: %+v", in)
+			}
+		})
+	}
+}
+
+// TestOnChange: the hook runs when a recompute stored a changed outcome
+// (new findings), not when nothing changed.
+func TestOnChange(t *testing.T) {
+	ctx := context.Background()
+	st := storetest.Open(t, "")
+	svc := status.New(st, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	calls := 0
+	svc.OnChange(func() { calls++ })
+	srv, err := st.CreateServer(ctx, store.NewServer{Server: domain.Server{Name: "hooked", Host: "192.0.2.1",
+		Port: 22, Transport: domain.TransportSSH, Status: domain.ServerUnknown, AuthMethod: domain.AuthKey, HostKey: "k"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.RecordContact(ctx, srv.ID, true, ""); err != nil {
+		t.Fatal(err)
+	}
+	first := calls
+	if _, err := svc.Recompute(ctx, srv.ID); err != nil || calls != first {
+		t.Fatalf("unchanged recompute called the hook (%d → %d, %v)", first, calls, err)
+	}
+	if _, err := svc.SetFindings(ctx, srv.ID, []status.Finding{{CVE: "CVE-2026-2", Package: "p", Severity: "critical"}}); err != nil {
+		t.Fatal(err)
+	}
+	if calls != first+1 {
+		t.Fatalf("findings stored without the hook: %d calls", calls)
+	}
+}
+
+// TestExcellentFromStoredHardening: the proven SSH hardening and the
+// read-back firewall stored on the server make a healthy server excellent;
+// a firewall read back inactive takes it back to green, naming why. On
+// SQLite and PostgreSQL.
+func TestExcellentFromStoredHardening(t *testing.T) {
+	for _, db := range testutil.Databases(t) {
+		t.Run(db.Name, func(t *testing.T) {
+			ctx := context.Background()
+			st := storetest.Open(t, db.URL)
+			svc := status.New(st, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			srv, err := st.CreateServer(ctx, store.NewServer{Server: domain.Server{Name: fmt.Sprintf("excellent-%d", time.Now().UnixNano()), Host: "192.0.2.1",
+				Port: 22, Transport: domain.TransportSSH, Status: domain.ServerUnknown, AuthMethod: domain.AuthKey, HostKey: "k"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = st.DeleteServer(ctx, srv.ID) })
+			r, err := svc.RecordContact(ctx, srv.ID, true, "")
+			if err != nil || r.Status != domain.ServerGreen {
+				t.Fatalf("contacted: %+v %v", r, err)
+			}
+			yes := true
+			if err := st.RecordSSHProof(ctx, srv.ID, store.SSHProof{Hardened: &yes, Lines: []string{"passwordauthentication no"}, At: time.Now()}); err != nil {
+				t.Fatal(err)
+			}
+			if err := st.RecordFirewall(ctx, srv.ID, "ufw", true, []byte(`[{"port":22,"proto":"tcp"}]`), time.Now()); err != nil {
+				t.Fatal(err)
+			}
+			r, err = svc.Recompute(ctx, srv.ID)
+			if err != nil || r.Status != domain.ServerExcellent || r.Insights[0].Code != "excellent" {
+				t.Fatalf("hardened and firewalled: %+v %v", r, err)
+			}
+			if s, _ := st.GetServer(ctx, store.SystemScope, srv.ID); s.Status != domain.ServerExcellent || !s.Hardening.FirewallActive || s.Hardening.FirewallTool != "ufw" {
+				t.Fatalf("server record: %s %+v", s.Status, s.Hardening)
+			}
+			if err := st.RecordFirewall(ctx, srv.ID, "ufw", false, nil, time.Now()); err != nil {
+				t.Fatal(err)
+			}
+			r, err = svc.Recompute(ctx, srv.ID)
+			last := r.Insights[len(r.Insights)-1]
+			if err != nil || r.Status != domain.ServerGreen || last.Code != "not_excellent" || !strings.Contains(last.Text, "the firewall (ufw) is not active") {
+				t.Fatalf("firewall off: %+v %v", r, err)
 			}
 		})
 	}

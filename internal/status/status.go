@@ -8,6 +8,7 @@ package status
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/lcmproject/lcm/internal/domain"
@@ -85,6 +86,25 @@ type Inputs struct {
 	CVECritical int
 	CVEHigh     int
 	CVEMedium   int
+	// CVECriticalPackages and CVEHighPackages name the affected packages
+	// with their fix ("openssl (fixed in 3.0.15-1~deb12u1)"), for the insight.
+	CVECriticalPackages []string
+	CVEHighPackages     []string
+	// CVEAny counts open findings of every severity: excellent needs none.
+	CVEAny int
+	// SSHHardened and FirewallActive are the proven hardening state: the
+	// best state, excellent, needs both (reference order). FirewallTool
+	// names the backend; FirewallKnown: the firewall was read back once.
+	SSHHardened    bool
+	FirewallActive bool
+	FirewallTool   string
+	FirewallKnown  bool
+	// ImageUpdates names the container images in use whose tag points to a
+	// newer image in the registry (the newer-image check).
+	ImageUpdates []string
+	// Notes are configuration warnings (rule conflicts between the
+	// server's groups): info insights, they do not change the colour.
+	Notes []string
 	// Now is the time thresholds are measured against.
 	Now time.Time
 }
@@ -93,7 +113,9 @@ type Inputs struct {
 //
 // Order: never contacted → unknown; UnreachableAfter failed contacts →
 // unreachable (the last known problems stay listed); otherwise any red
-// insight → red, any yellow → yellow, else green.
+// insight → red, any yellow → yellow; else excellent when no vulnerability
+// is known, SSH is hardened and a firewall is active (the reference's best
+// state), else green with an insight naming what excellent still needs.
 func Compute(in Inputs) (domain.ServerStatus, []Insight) {
 	var ins []Insight
 	add := func(l Level, code, format string, args ...any) {
@@ -113,9 +135,11 @@ func Compute(in Inputs) (domain.ServerStatus, []Insight) {
 			orText(in.ContactError, "no answer"), UnreachableAfter)
 	}
 	if in.CVECritical > 0 {
-		add(LevelRed, "cve_critical", "%s with critical severity affect installed packages; update the affected packages.", plural(in.CVECritical, "vulnerability", "vulnerabilities"))
+		add(LevelRed, "cve_critical", "%s with critical severity %s installed packages; update the affected packages%s.",
+			plural(in.CVECritical, "vulnerability", "vulnerabilities"), verb(in.CVECritical, "affects", "affect"), listPackages(": ", in.CVECriticalPackages))
 	} else if in.CVEHigh > 0 {
-		add(LevelYellow, "cve_high", "The highest vulnerability severity is high (%s); no critical ones.", plural(in.CVEHigh, "finding", "findings"))
+		add(LevelYellow, "cve_high", "The highest vulnerability severity is high (%s); no critical ones%s.", plural(in.CVEHigh, "finding", "findings"),
+			listPackages("; update ", in.CVEHighPackages))
 	}
 	if in.Refreshed {
 		switch p := in.RootUsedPercent; {
@@ -147,8 +171,15 @@ func Compute(in Inputs) (domain.ServerStatus, []Insight) {
 			add(LevelInfo, "updates_available", "%s available.", plural(n, "other update", "other updates"))
 		}
 	}
+	if n := len(in.ImageUpdates); n > 0 {
+		add(LevelYellow, "container_image_updates", "%s newer in the registry than what the containers run: %s.",
+			plural(n, "container image is", "container images are"), strings.Join(in.ImageUpdates, ", "))
+	}
 	if in.LastJobFailed {
 		add(LevelYellow, "last_job_failed", "The last job (%s) failed: %s.", orText(in.LastJobName, "job"), orText(in.LastJobError, "no reason recorded"))
+	}
+	for _, n := range in.Notes {
+		add(LevelInfo, "rule_priority_tie", "%s", n)
 	}
 	if in.CVEMedium > 0 && in.CVECritical == 0 && in.CVEHigh == 0 {
 		add(LevelInfo, "cve_medium", "%s of medium severity.", plural(in.CVEMedium, "vulnerability", "vulnerabilities"))
@@ -162,9 +193,31 @@ func Compute(in Inputs) (domain.ServerStatus, []Insight) {
 	case len(ins) > 0 && ins[0].Level == LevelYellow:
 		return domain.ServerYellow, ins
 	}
+	var missing []string
+	if n := max(in.CVEAny, in.CVECritical+in.CVEHigh+in.CVEMedium); n > 0 {
+		missing = append(missing, fmt.Sprintf("%s known", plural(n, "vulnerability is", "vulnerabilities are")))
+	}
+	if !in.SSHHardened {
+		missing = append(missing, "SSH is not hardened (password logins are not proven off)")
+	}
+	switch {
+	case in.FirewallActive:
+	case in.FirewallKnown && in.FirewallTool != "":
+		missing = append(missing, fmt.Sprintf("the firewall (%s) is not active", in.FirewallTool))
+	case in.FirewallKnown:
+		missing = append(missing, "no firewall tool is installed")
+	default:
+		missing = append(missing, "no active firewall has been read back")
+	}
+	if len(missing) == 0 {
+		ins = append([]Insight{{Level: LevelInfo, Code: "excellent", Text: fmt.Sprintf(
+			"No problems, no known vulnerabilities, SSH hardened and the firewall (%s) active.", orText(in.FirewallTool, "firewall"))}}, ins...)
+		return domain.ServerExcellent, ins
+	}
 	if len(ins) == 0 {
 		add(LevelInfo, "ok", "No problems found.")
 	}
+	add(LevelInfo, "not_excellent", "Not excellent yet: %s.", strings.Join(missing, "; "))
 	return domain.ServerGreen, ins
 }
 
@@ -194,6 +247,15 @@ func plural(n int, one, many string) string {
 	return fmt.Sprintf("%d %s", n, many)
 }
 
+// verb picks the verb form that agrees with a count (1 vulnerability
+// affects, 2 vulnerabilities affect).
+func verb(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
 func days(d time.Duration) int { return int(d / (24 * time.Hour)) }
 
 func stamp(t time.Time) string {
@@ -208,4 +270,16 @@ func orText(s, def string) string {
 		return def
 	}
 	return s
+}
+
+// listPackages joins up to five package texts after prefix ("" for none).
+func listPackages(prefix string, pkgs []string) string {
+	if len(pkgs) == 0 {
+		return ""
+	}
+	const show = 5
+	if len(pkgs) <= show {
+		return prefix + strings.Join(pkgs, ", ")
+	}
+	return prefix + strings.Join(pkgs[:show], ", ") + fmt.Sprintf(" and %d more", len(pkgs)-show)
 }

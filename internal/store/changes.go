@@ -34,7 +34,8 @@ import (
 
 // fleetTables are the tables the server list is built from. Jobs are not
 // among them: a list reads active jobs on every request.
-var fleetTables = map[string]bool{"servers": true, "server_status": true, "group_servers": true, "server_groups": true}
+var fleetTables = map[string]bool{"servers": true, "server_status": true, "group_servers": true, "server_groups": true,
+	"server_agents": true}
 
 // writeTarget finds the table a raw INSERT, UPDATE or DELETE writes.
 var writeTarget = regexp.MustCompile(`(?is)^\s*(?:with\b.*?\)\s*)?(?:insert\s+(?:or\s+\w+\s+)?into|update(?:\s+or\s+\w+)?|delete\s+from)\s+"?(\w+)"?`)
@@ -42,7 +43,8 @@ var writeTarget = regexp.MustCompile(`(?is)^\s*(?:with\b.*?\)\s*)?(?:insert\s+(?
 // serverKey names, per fleet table, the column that holds the server id,
 // so a write can be attributed to the servers it touched. server_groups
 // has none: a group change may touch any number of servers.
-var serverKey = map[string]string{"servers": "id", "server_status": "server_id", "group_servers": "server_id"}
+var serverKey = map[string]string{"servers": "id", "server_status": "server_id", "group_servers": "server_id",
+	"server_agents": "server_id"}
 
 // fleetLogSize bounds the remembered per-server changes; a cache that falls
 // further behind rebuilds everything.

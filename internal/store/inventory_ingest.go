@@ -155,32 +155,40 @@ func (s *Store) ingestTx(ctx context.Context, cache *packageCatalog, ins []Inven
 	for i, in := range ins {
 		ids[i] = in.Facts.ServerID
 	}
-	// FOR SHARE holds off a concurrent delete of the servers until the
+	// The row lock holds off a concurrent delete of the servers until the
 	// packages are in, so the cascade trigger sees them (PostgreSQL;
-	// SQLite has one writer).
+	// SQLite has one writer). It is the lock the counters' UPDATE takes
+	// (storeCounters), taken in key order: two batches with a server in
+	// common wait for each other instead of both holding a share lock
+	// and deadlocking on the upgrade.
 	lock := ""
 	if s.dialect == Postgres {
-		lock = " FOR SHARE"
+		lock = " ORDER BY id FOR NO KEY UPDATE"
 	}
-	var present []string
-	if err := db.Raw("SELECT id FROM servers WHERE id IN ?"+lock, ids).Scan(&present).Error; err != nil {
+	var present []serverCounters
+	if err := db.Raw("SELECT id, updates_avail, security_avail, reboot_required FROM servers WHERE id IN ?"+lock, ids).
+		Scan(&present).Error; err != nil {
 		return nil, mapErr(err, "server")
 	}
-	exists := make(map[string]bool, len(present))
-	for _, id := range present {
-		exists[id] = true
+	stored := make(map[string]serverCounters, len(present))
+	for _, c := range present {
+		stored[c.ID] = c
 	}
 	var todo []InventoryIngest
 	for i, in := range ins {
 		out[i] = IngestResult{}
-		if !exists[in.Facts.ServerID] {
+		if _, ok := stored[in.Facts.ServerID]; !ok {
 			out[i].Err = domain.NotFound("server")
 			continue
 		}
+		in.Facts.Updates, in.Facts.SecurityUpdates = outdatedCounts(in.Outdated)
 		todo = append(todo, in)
 	}
 	if len(todo) == 0 {
 		return nil, nil
+	}
+	if err := s.storeCounters(ctx, todo, stored); err != nil {
+		return nil, err
 	}
 	if err := s.storeFacts(ctx, todo); err != nil {
 		return nil, err
@@ -210,6 +218,53 @@ func (s *Store) ingestTx(ctx context.Context, cache *packageCatalog, ins []Inven
 		}
 	}
 	return fresh, nil
+}
+
+// serverCounters are the update counters a server row carries for the
+// server list, the server page and the dashboard (GET /servers reads them
+// with the server, no join).
+type serverCounters struct {
+	ID             string
+	UpdatesAvail   int
+	SecurityAvail  int
+	RebootRequired bool
+}
+
+// outdatedCounts counts outdated packages and the security ones among
+// them: the counters are the outdated rows stored, by construction.
+func outdatedCounts(rows []OutdatedRecord) (updates, security int) {
+	for _, u := range rows {
+		if u.Security {
+			security++
+		}
+	}
+	return len(rows), security
+}
+
+// storeCounters copies each refresh's counters (outdated packages,
+// security ones, reboot flag) into its server row where they differ from
+// stored. One statement per changed server, each naming its server, so the
+// server list's change tracking (changes.go) refreshes just those; an
+// unchanged refresh writes nothing there.
+func (s *Store) storeCounters(ctx context.Context, ins []InventoryIngest, stored map[string]serverCounters) error {
+	want := make([]serverCounters, 0, len(ins))
+	for _, in := range ins {
+		c := serverCounters{ID: in.Facts.ServerID, UpdatesAvail: in.Facts.Updates, SecurityAvail: in.Facts.SecurityUpdates,
+			RebootRequired: in.Facts.RebootRequired}
+		if stored[c.ID] != c {
+			want = append(want, c)
+		}
+	}
+	// Key order: lock order on PostgreSQL, as in SaveStatuses.
+	slices.SortFunc(want, func(a, b serverCounters) int { return strings.Compare(a.ID, b.ID) })
+	for _, c := range want {
+		if err := s.conn(ctx).Model(&serverRow{}).Where("id = ?", c.ID).UpdateColumns(map[string]any{
+			"updates_avail": c.UpdatesAvail, "security_avail": c.SecurityAvail, "reboot_required": c.RebootRequired,
+		}).Error; err != nil {
+			return mapErr(err, "server")
+		}
+	}
+	return nil
 }
 
 // storeFacts upserts the facts rows of ins.

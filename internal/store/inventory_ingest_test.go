@@ -279,21 +279,36 @@ func TestMigratePackageCatalog(t *testing.T) {
 
 // TestStatusBatchesNameTheirServers: the batch status writes report the
 // servers they changed to the listing cache (changes.go) instead of
-// invalidating the whole fleet; an inventory ingest changes nothing the
-// listing shows.
+// invalidating the whole fleet; an inventory ingest changes the servers
+// whose update counters moved, and a repeated one nothing.
 func TestStatusBatchesNameTheirServers(t *testing.T) {
 	for _, db := range testutil.Databases(t) {
 		t.Run(db.Name, func(t *testing.T) {
 			s, _ := openTest(t, db)
 			ctx := context.Background()
 			a, b, c := addTestServer(t, s, "a"), addTestServer(t, s, "b"), addTestServer(t, s, "c")
+			want := []string{a, b}
+			slices.Sort(want)
+			ingest := func() []string {
+				t.Helper()
+				v := s.FleetVersion()
+				if r := s.IngestInventories(ctx, []InventoryIngest{testInventory(a, 5, "1"), testInventory(b, 5, "1")}); r[0].Err != nil || r[1].Err != nil {
+					t.Fatal(r)
+				}
+				_, ids, ok := s.FleetChangesSince(v)
+				if !ok {
+					t.Fatal("inventory ingest changed every server")
+				}
+				slices.Sort(ids)
+				return ids
+			}
+			if ids := ingest(); !slices.Equal(ids, want) {
+				t.Fatalf("first inventory ingest: changed %v, want %v (their counters)", ids, want)
+			}
+			if ids := ingest(); len(ids) != 0 {
+				t.Fatalf("repeated inventory ingest: changed %v, want nothing", ids)
+			}
 			v := s.FleetVersion()
-			if r := s.IngestInventories(ctx, []InventoryIngest{testInventory(a, 5, "1"), testInventory(b, 5, "1")}); r[0].Err != nil || r[1].Err != nil {
-				t.Fatal(r)
-			}
-			if _, ids, ok := s.FleetChangesSince(v); !ok || len(ids) != 0 {
-				t.Fatalf("inventory ingest: changed %v (ok %v), want nothing", ids, ok)
-			}
 			now := time.Now().UTC()
 			if err := s.RecordContacts(ctx, []Contact{{ServerID: b, OK: true}, {ServerID: a, Reason: "timeout"}}, now); err != nil {
 				t.Fatal(err)
@@ -304,8 +319,6 @@ func TestStatusBatchesNameTheirServers(t *testing.T) {
 			}
 			_, ids, ok := s.FleetChangesSince(v)
 			slices.Sort(ids)
-			want := []string{a, b}
-			slices.Sort(want)
 			if !ok || !slices.Equal(ids, want) {
 				t.Fatalf("status batches: changed %v (ok %v), want %v and not %s", ids, ok, want, c)
 			}

@@ -29,11 +29,25 @@ type StatusInputs struct {
 	UnreachableSince *time.Time
 	ContactError     string
 	LastJobKind      string
+	LastJobParams    []byte
 	LastJobStatus    string
 	LastJobError     string
 	LastJobAt        *time.Time
 	Findings         map[string]int // severity → count
-	Previous         *StatusRecord
+	// Severe are the critical and high findings (package and fix), for
+	// the insight that names them.
+	Severe   []Finding
+	Previous *StatusRecord
+	// SSHHardened and FirewallActive are the proven hardening state
+	// (the best state, excellent, needs both); FirewallTool is "" when the
+	// firewall was never read back.
+	SSHHardened    bool
+	FirewallActive bool
+	FirewallTool   string
+	FirewallKnown  bool
+	// ContainerUpdates is the last newer-image check of the server's
+	// containers (containers.ImageUpdate JSON list), nil when never checked.
+	ContainerUpdates []byte
 }
 
 // LoadStatusInputs reads the status inputs of a server (system scope).
@@ -65,7 +79,7 @@ func (s *Store) LoadStatusInputsMany(ctx context.Context, ids []string) (map[str
 func (s *Store) loadStatusInputs(ctx context.Context, ids []string, out map[string]StatusInputs) error {
 	db := s.conn(ctx)
 	var srv []serverRow
-	if err := db.Select("id", "last_seen_at").Where("id IN ?", ids).Find(&srv).Error; err != nil {
+	if err := db.Select("id", "last_seen_at", "ssh_hardened", "firewall_active", "firewall_tool", "firewall_at").Where("id IN ?", ids).Find(&srv).Error; err != nil {
 		return mapErr(err, "server")
 	}
 	if len(srv) == 0 {
@@ -73,7 +87,8 @@ func (s *Store) loadStatusInputs(ctx context.Context, ids []string, out map[stri
 	}
 	ins := make(map[string]*StatusInputs, len(srv))
 	for _, r := range srv {
-		ins[r.ID] = &StatusInputs{LastSeenAt: r.LastSeenAt, Findings: map[string]int{}}
+		ins[r.ID] = &StatusInputs{LastSeenAt: r.LastSeenAt, Findings: map[string]int{},
+			SSHHardened: r.SSHHardened, FirewallActive: r.FirewallActive, FirewallTool: r.FirewallTool, FirewallKnown: r.FirewallAt != nil}
 	}
 	var facts []serverFactsRow
 	if err := db.Omit("Server", "facts").Where("server_id IN ?", ids).Find(&facts).Error; err != nil {
@@ -100,7 +115,7 @@ func (s *Store) loadStatusInputs(ctx context.Context, ids []string, out map[stri
 	// successful or failed jobs (ties: any of them, as before).
 	finished := []string{"success", "failed"}
 	var jobs []jobRow
-	if err := db.Raw(`SELECT j.server_id, j.kind, j.status, j.error, j.finished_at FROM jobs j
+	if err := db.Raw(`SELECT j.server_id, j.kind, j.params, j.status, j.error, j.finished_at FROM jobs j
 	JOIN (SELECT server_id, MAX(finished_at) AS last FROM jobs WHERE server_id IN ? AND status IN ? GROUP BY server_id) m
 	ON m.server_id = j.server_id AND m.last = j.finished_at
 	WHERE j.server_id IN ? AND j.status IN ?`, ids, finished, ids, finished).Scan(&jobs).Error; err != nil {
@@ -109,6 +124,7 @@ func (s *Store) loadStatusInputs(ctx context.Context, ids []string, out map[stri
 	for _, j := range jobs {
 		if in := ins[j.ServerID]; in != nil {
 			in.LastJobKind, in.LastJobStatus, in.LastJobError, in.LastJobAt = j.Kind, j.Status, j.Error, j.FinishedAt
+			in.LastJobParams = []byte(j.Params)
 		}
 	}
 	type sev struct {
@@ -124,6 +140,25 @@ func (s *Store) loadStatusInputs(ctx context.Context, ids []string, out map[stri
 	for _, x := range sevs {
 		if in := ins[x.ServerID]; in != nil {
 			in.Findings[x.Severity] = x.N
+		}
+	}
+	var severe []serverFindingRow
+	if err := db.Omit("Server").Where("server_id IN ? AND severity IN ?", ids, []string{"critical", "high"}).
+		Order("server_id, package, id").Find(&severe).Error; err != nil {
+		return mapErr(err, "findings")
+	}
+	for _, r := range severe {
+		if in := ins[r.ServerID]; in != nil {
+			in.Severe = append(in.Severe, Finding{CVE: r.CVE, Package: r.Package, Version: r.Version, FixedIn: r.FixedIn, Severity: r.Severity})
+		}
+	}
+	var ctrs []containerInventoryRow
+	if err := db.Select("server_id", "updates").Where("server_id IN ? AND updates <> ''", ids).Find(&ctrs).Error; err != nil {
+		return mapErr(err, "container updates")
+	}
+	for _, r := range ctrs {
+		if in := ins[r.ServerID]; in != nil {
+			in.ContainerUpdates = []byte(r.Updates)
 		}
 	}
 	for id, in := range ins {
@@ -286,6 +321,20 @@ func (s *Store) StatusOf(ctx context.Context, sc Scope, ids []string) (map[strin
 // Finding is one vulnerability finding of a server.
 type Finding struct {
 	CVE, Package, Version, FixedIn, Severity string
+}
+
+// ServerFindings returns a server's findings (system use: the demo
+// simulator drops the ones a simulated upgrade fixed).
+func (s *Store) ServerFindings(ctx context.Context, serverID string) ([]Finding, error) {
+	var rows []serverFindingRow
+	if err := s.conn(ctx).Omit("Server").Where("server_id = ?", serverID).Order("id").Find(&rows).Error; err != nil {
+		return nil, mapErr(err, "findings")
+	}
+	out := make([]Finding, len(rows))
+	for i, r := range rows {
+		out[i] = Finding{CVE: r.CVE, Package: r.Package, Version: r.Version, FixedIn: r.FixedIn, Severity: r.Severity}
+	}
+	return out, nil
 }
 
 // SetFindings replaces a server's findings (the scanner's result).

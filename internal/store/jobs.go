@@ -257,19 +257,39 @@ func (s *Store) TransitionJobs(ctx context.Context, ts []JobTransition) ([]Trans
 	return out, nil
 }
 
+// transitionRetries bounds how often transitionJob re-reads a row that
+// another replica changed between its read and its conditional update.
+const transitionRetries = 8
+
 // transitionJob is one transition inside a transaction (s is bound to it).
+// The update is conditional on the status it read. When another replica
+// moved the job in between (its ingest stored `running` while this one
+// stores `success` of the same job: events of one job may reach different
+// replicas), the row is read again and the transition re-decided, so a
+// final state is never dropped because it raced a non-final one.
 func (s *Store) transitionJob(ctx context.Context, jobID string, u JobUpdate) (TransitionResult, error) {
+	for attempt := 0; ; attempt++ {
+		r, raced, err := s.tryTransitionJob(ctx, jobID, u)
+		if err != nil || !raced || attempt == transitionRetries {
+			return r, err
+		}
+	}
+}
+
+// tryTransitionJob is one read and conditional update; raced reports that
+// the row changed between the two.
+func (s *Store) tryTransitionJob(ctx context.Context, jobID string, u JobUpdate) (TransitionResult, bool, error) {
 	var rows []jobRow
 	if err := s.conn(ctx).Where("id = ?", jobID).Limit(1).Find(&rows).Error; err != nil {
-		return TransitionResult{}, mapErr(err, "job")
+		return TransitionResult{}, false, mapErr(err, "job")
 	}
 	if len(rows) == 0 {
-		return TransitionResult{Err: domain.NotFound("job")}, nil
+		return TransitionResult{Err: domain.NotFound("job")}, false, nil
 	}
 	row := rows[0]
 	from := domain.JobStatus(row.Status)
 	if !domain.CanTransition(from, u.Status) || (u.WorkerID != "" && row.WorkerID != "" && row.WorkerID != u.WorkerID) {
-		return TransitionResult{Job: jobFromRow(row)}, nil
+		return TransitionResult{Job: jobFromRow(row)}, false, nil
 	}
 	set := map[string]any{"status": string(u.Status)}
 	if u.Status.Terminal() {
@@ -292,10 +312,10 @@ func (s *Store) transitionJob(ctx context.Context, jobID string, u JobUpdate) (T
 	}
 	res := s.conn(ctx).Model(&jobRow{}).Where("id = ? AND status = ?", jobID, row.Status).Updates(set)
 	if res.Error != nil {
-		return TransitionResult{}, mapErr(res.Error, "job")
+		return TransitionResult{}, false, mapErr(res.Error, "job")
 	}
 	if res.RowsAffected == 0 {
-		return TransitionResult{Job: jobFromRow(row)}, nil
+		return TransitionResult{Job: jobFromRow(row)}, true, nil
 	}
 	out := jobFromRow(row)
 	out.Status = u.Status
@@ -311,7 +331,7 @@ func (s *Store) transitionJob(ctx context.Context, jobID string, u JobUpdate) (T
 	if v, ok := set["started_at"].(time.Time); ok {
 		out.StartedAt = &v
 	}
-	return TransitionResult{Job: out, Changed: true}, nil
+	return TransitionResult{Job: out, Changed: true}, false, nil
 }
 
 // JobHeartbeat records a worker's heartbeat for an active job.

@@ -36,6 +36,15 @@ func allMigrations() []Migration {
 		inventoryMigrations,
 		recordsMigrations,
 		portalMigrations,
+		alertsMigrations,
+		linuxusersMigrations,
+		securityMigrations,
+		registryMigrations,
+		earlywarnMigrations,
+		rolloutsMigrations,
+		firewallMigrations,
+		containersMigrations,
+		automationMigrations,
 	} {
 		all = append(all, area...)
 	}

@@ -48,6 +48,18 @@ type serverRow struct {
 	UpdatesAvail   int
 	SecurityAvail  int
 	SSHHardened    bool `gorm:"column:ssh_hardened"`
+	// Hardening state, each value with the time it was last proven on
+	// the server (fleet/004_hardening).
+	SSHHardenedAt *time.Time `gorm:"column:ssh_hardened_at"`
+	RootLogin     string     `gorm:"column:root_login;size:32;not null;default:''"`
+	RootLoginAt   *time.Time `gorm:"column:root_login_at"`
+	SSHProof      string     `gorm:"column:ssh_proof;type:text;not null;default:''"`
+	SudoMode      string     `gorm:"column:sudo_mode;size:16;not null;default:'full'"`
+	SudoModeAt    *time.Time `gorm:"column:sudo_mode_at"`
+	// Firewall state as last read back (firewall/001_tables).
+	FirewallActive bool       `gorm:"column:firewall_active;not null;default:false"`
+	FirewallTool   string     `gorm:"column:firewall_tool;size:16;not null;default:''"`
+	FirewallAt     *time.Time `gorm:"column:firewall_at"`
 	LastSeenAt     *time.Time
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
@@ -130,6 +142,11 @@ var fleetMigrations = []Migration{
 	{ID: "fleet/002_jobs", Up: func(tx *gorm.DB) error {
 		return tx.AutoMigrate(&jobRow{}, &jobOutputRow{})
 	}},
+	bulkMigration, // fleet/003_bulk_runs (bulk.go)
+	{ID: "fleet/004_hardening", Up: migrateHardening},
+	{ID: "fleet/005_server_agents", Up: func(tx *gorm.DB) error {
+		return tx.AutoMigrate(&agentRow{})
+	}},
 }
 
 // Encrypted columns of the fleet area.
@@ -146,4 +163,20 @@ func init() {
 		registerEncrypted(EncryptedColumn{Table: "servers", Column: c, PK: "id"})
 	}
 	registerEncrypted(colJobOutput)
+}
+
+// hardeningColumns are the server columns fleet/004_hardening adds (on a
+// fresh database fleet/001 created them already from serverRow).
+var hardeningColumns = []string{"SSHHardenedAt", "RootLogin", "RootLoginAt", "SSHProof", "SudoMode", "SudoModeAt"}
+
+func migrateHardening(tx *gorm.DB) error {
+	for _, c := range hardeningColumns {
+		if tx.Migrator().HasColumn(&serverRow{}, c) {
+			continue
+		}
+		if err := tx.Migrator().AddColumn(&serverRow{}, c); err != nil {
+			return err
+		}
+	}
+	return nil
 }

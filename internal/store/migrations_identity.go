@@ -85,6 +85,9 @@ var identityMigrations = []Migration{
 		}
 		return tx.Migrator().AddColumn(&userRow{}, "SessionsValidAfter")
 	}},
+	{ID: "identity/006_recovery_codes", Up: func(tx *gorm.DB) error {
+		return tx.AutoMigrate(&recoveryCodeRow{})
+	}},
 }
 
 func init() {

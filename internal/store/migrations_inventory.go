@@ -192,7 +192,7 @@ func (packageNameRow) TableName() string { return "package_names" }
 // foreign key on purpose: PostgreSQL checks one per inserted row with a
 // trigger (about half of a 1,500-package ingest); a trigger on servers
 // deletes the rows instead (packagesCascadeSQL), and the ingest locks the
-// server row (FOR SHARE) so a concurrent delete cannot leave orphans.
+// server row (FOR NO KEY UPDATE) so a concurrent delete cannot leave orphans.
 const clusteredPackagesSQL = `CREATE TABLE server_packages_v2 (
 	server_id varchar(36) NOT NULL,
 	name varchar(255) NOT NULL,
@@ -365,4 +365,15 @@ var inventoryMigrations = []Migration{
 		}
 		return tx.Migrator().AddColumn(&serverOutdatedRow{}, "Held")
 	}},
+	{ID: "inventory/007_server_counters", Up: migrateServerCounters},
+}
+
+// migrateServerCounters fills the servers' update counters from the
+// inventory tables: before it, no ingest wrote them, so the server list
+// showed 0 updates and no reboot for every server (issue 24).
+func migrateServerCounters(tx *gorm.DB) error {
+	return tx.Exec(`UPDATE servers SET
+	updates_avail = (SELECT COUNT(*) FROM server_outdated o WHERE o.server_id = servers.id),
+	security_avail = (SELECT COUNT(*) FROM server_outdated o WHERE o.server_id = servers.id AND o.security = ?),
+	reboot_required = COALESCE((SELECT f.reboot_required FROM server_facts f WHERE f.server_id = servers.id), ?)`, true, false).Error
 }

@@ -193,6 +193,9 @@ func (s *Store) decorateServers(ctx context.Context, rows []serverRow) ([]domain
 		}
 		out[i].ActiveJobID = active[r.ID]
 	}
+	if err := s.addAgents(ctx, out); err != nil {
+		return nil, err
+	}
 	return out, nil
 }
 
@@ -223,6 +226,7 @@ func serverFromRow(r serverRow) domain.Server {
 		Virtualization: r.Virtualization, Hostname: r.Hostname, PackageFamily: r.PkgFamily,
 		RebootRequired: r.RebootRequired, UpdatesAvail: r.UpdatesAvail, SecurityAvail: r.SecurityAvail,
 		SSHHardened: r.SSHHardened, LastSeenAt: r.LastSeenAt, CreatedAt: r.CreatedAt,
+		Hardening: hardeningFromRow(r),
 	}
 }
 
@@ -349,6 +353,9 @@ func (s *Store) DeleteServer(ctx context.Context, id string) error {
 	return s.InTx(ctx, func(tx *Store) error {
 		if err := tx.conn(ctx).Where("server_id = ?", id).Delete(&groupServerRow{}).Error; err != nil {
 			return mapErr(err, "server")
+		}
+		if err := tx.conn(ctx).Where("server_id = ?", id).Delete(&agentRow{}).Error; err != nil {
+			return mapErr(err, "server agent")
 		}
 		res := tx.conn(ctx).Where("id = ?", id).Delete(&serverRow{})
 		if res.Error != nil {

@@ -393,7 +393,7 @@ func (s *Store) DeleteUser(ctx context.Context, id string) error {
 		if rows[0].IsSystem {
 			return domain.Forbidden("the system user cannot be deleted")
 		}
-		for _, m := range []any{&userRoleRow{}, &apiKeyRow{}, &authTokenRow{}} {
+		for _, m := range []any{&userRoleRow{}, &apiKeyRow{}, &authTokenRow{}, &recoveryCodeRow{}} {
 			if err := tx.conn(ctx).Where("user_id = ?", id).Delete(m).Error; err != nil {
 				return err
 			}

@@ -91,9 +91,22 @@ func (h TestHost) HostKeyCallback(t testing.TB) ssh.HostKeyCallback {
 // host in a way others could notice should call ResetTestHost when done.
 func TestHosts(t testing.TB, n int) []TestHost {
 	t.Helper()
+	hosts := make([]TestHost, 0, n)
+	for i := 1; i <= n; i++ {
+		hosts = append(hosts, TestHostAt(t, i))
+	}
+	return hosts
+}
+
+// TestHostAt returns test host i (1-based, as testhosts.sh numbers them: host
+// I listens on 127.0.0.(I+1):22) and checks that this one host, and only
+// this one, is reachable: another package may be resetting a host this test
+// does not use, and that must not fail it.
+func TestHostAt(t testing.TB, i int) TestHost {
+	t.Helper()
 	env, err := testHostsEnv()
 	if err != nil {
-		Unavailable(t, "test hosts: %v (run: sudo deploy/testhosts/testhosts.sh up %d)", err, n)
+		Unavailable(t, "test hosts: %v (run: sudo deploy/testhosts/testhosts.sh up %d)", err, i)
 	}
 	var addrs []string
 	for _, a := range strings.Split(env[EnvTestHosts], ",") {
@@ -101,11 +114,11 @@ func TestHosts(t testing.TB, n int) []TestHost {
 			addrs = append(addrs, a)
 		}
 	}
-	if len(addrs) < n {
-		Unavailable(t, "need %d test hosts, %s lists %d (run: sudo deploy/testhosts/testhosts.sh up %d)",
-			n, EnvTestHosts, len(addrs), n)
+	if i < 1 || len(addrs) < i {
+		Unavailable(t, "need test host %d, %s lists %d (run: sudo deploy/testhosts/testhosts.sh up %d)",
+			i, EnvTestHosts, len(addrs), i)
 	}
-	addrs = addrs[:n]
+	addr := addrs[i-1]
 
 	keyPath := env[EnvTestHostsKey]
 	key, err := os.ReadFile(keyPath)
@@ -125,44 +138,67 @@ func TestHosts(t testing.TB, n int) []TestHost {
 		Unavailable(t, "test host known_hosts: %v", err)
 	}
 
-	hosts := make([]TestHost, 0, n)
-	for _, addr := range addrs {
-		host, portStr, err := net.SplitHostPort(addr)
-		if err != nil {
-			t.Fatalf("%s: bad address %q: %v", EnvTestHosts, addr, err)
-		}
-		port, err := strconv.Atoi(portStr)
-		if err != nil {
-			t.Fatalf("%s: bad port in %q", EnvTestHosts, addr)
-		}
-		idx := 0
-		if ip := net.ParseIP(host).To4(); ip != nil && ip[0] == 127 && ip[1] == 0 && ip[2] == 0 {
-			idx = int(ip[3]) - 1 // the script puts host I on 127.0.0.(I+1)
-		}
-		// Fail fast (and skip locally) when a listed host is down, rather
-		// than letting every test time out on its own.
-		c, err := net.DialTimeout("tcp", addr, 2*time.Second)
-		if err != nil {
-			Unavailable(t, "test host %s not reachable: %v (run: sudo deploy/testhosts/testhosts.sh up %d)", addr, err, n)
-		}
-		_ = c.Close()
-		hk := known[host]
-		if len(hk) == 0 {
-			Unavailable(t, "no host keys for %s in %s", host, env[EnvTestHostsKnownHosts])
-		}
-		hosts = append(hosts, TestHost{
-			Index:      idx,
-			Addr:       addr,
-			Host:       host,
-			Port:       port,
-			Hostname:   fmt.Sprintf("lcm-test-%d", idx),
-			KeyPath:    keyPath,
-			PrivateKey: key,
-			Password:   password,
-			HostKeys:   hk,
-		})
+	host, portStr, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatalf("%s: bad address %q: %v", EnvTestHosts, addr, err)
 	}
-	return hosts
+	port, err := strconv.Atoi(portStr)
+	if err != nil {
+		t.Fatalf("%s: bad port in %q", EnvTestHosts, addr)
+	}
+	idx := 0
+	if ip := net.ParseIP(host).To4(); ip != nil && ip[0] == 127 && ip[1] == 0 && ip[2] == 0 {
+		idx = int(ip[3]) - 1 // the script puts host I on 127.0.0.(I+1)
+	} else if InOwnNetns(host) {
+		idx = int(ip[2]) // up-netns puts host I on 198.18.I.2
+	}
+	// Fail fast (and skip locally) when the host is down, rather than
+	// letting the test time out. A host that another test of the same
+	// package has just reset may still be starting its sshd: give it a
+	// few seconds before calling it unreachable.
+	if !waitTCP(addr, 15*time.Second) {
+		Unavailable(t, "test host %s not reachable (run: sudo deploy/testhosts/testhosts.sh up %d)", addr, i)
+	}
+	hk := known[host]
+	if len(hk) == 0 {
+		Unavailable(t, "no host keys for %s in %s", host, env[EnvTestHostsKnownHosts])
+	}
+	return TestHost{
+		Index:      idx,
+		Addr:       addr,
+		Host:       host,
+		Port:       port,
+		Hostname:   fmt.Sprintf("lcm-test-%d", idx),
+		KeyPath:    keyPath,
+		PrivateKey: key,
+		Password:   password,
+		HostKeys:   hk,
+	}
+}
+
+// InOwnNetns reports whether host is the address of a test host that runs
+// in its own network namespace (`testhosts.sh up-netns I`: 198.18.I.2).
+// Tests that change a firewall must check it: on any other test host they
+// would change the machine's own firewall.
+func InOwnNetns(host string) bool {
+	ip := net.ParseIP(host).To4()
+	return ip != nil && ip[0] == 198 && ip[1] == 18 && ip[3] == 2 && ip[2] >= 1
+}
+
+// waitTCP reports whether addr accepts a TCP connection within timeout.
+func waitTCP(addr string, timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	for {
+		c, err := net.DialTimeout("tcp", addr, 2*time.Second)
+		if err == nil {
+			_ = c.Close()
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 // ResetTestHost puts h back to the pristine base image (clears its overlay,
@@ -186,6 +222,9 @@ func ResetTestHost(t testing.TB, h TestHost) {
 	}
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("reset test host %d (%s): %v\n%s", h.Index, h.Addr, err, out)
+	}
+	if !waitTCP(h.Addr, 30*time.Second) {
+		t.Fatalf("reset test host %d (%s): sshd did not come back within 30 s", h.Index, h.Addr)
 	}
 }
 

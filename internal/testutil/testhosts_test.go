@@ -101,7 +101,7 @@ func TestResetTestHost(t *testing.T) {
 	if n < 1 {
 		t.Skip("opt-in: LCM_TESTHOSTS_RESET_TEST=N resets test host N")
 	}
-	h := TestHosts(t, n)[n-1]
+	h := TestHostAt(t, n)
 	c := dialTestHost(t, h, "root", ssh.PublicKeys(h.Signer(t)))
 	if out, err := run(t, c, "echo 'Defaults !lecture' >/etc/sudoers.d/reset-test && chmod 440 /etc/sudoers.d/reset-test", ""); err != nil {
 		t.Fatalf("write: %v: %s", err, out)

@@ -5,15 +5,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
+	"strconv"
 	"time"
 
 	"golang.org/x/crypto/ssh"
 
 	"github.com/lcmproject/lcm/internal/actions"
+	"github.com/lcmproject/lcm/internal/agentgw"
 	"github.com/lcmproject/lcm/internal/bus"
 	"github.com/lcmproject/lcm/internal/credbox"
 	"github.com/lcmproject/lcm/internal/domain"
 	"github.com/lcmproject/lcm/internal/remote"
+	"github.com/lcmproject/lcm/internal/safe"
 	"github.com/lcmproject/lcm/internal/sshexec"
 )
 
@@ -59,12 +63,23 @@ func (w *Worker) handle(ctx context.Context, seg string, msg bus.Msg) {
 	hbStopped := make(chan struct{})
 	go func() {
 		defer close(hbStopped)
+		defer safe.Recover("worker heartbeat")
 		w.heartbeat(ctx, jm, msg, hbDone)
 	}()
 
 	out := newOutput(ctx, w.cfg.Bus, jm.JobID)
 	w.announceRunning(jm.JobID)
-	res, data, runErr := w.execute(runCtx, jm, creds, out)
+	var (
+		res    actions.Result
+		data   []byte
+		runErr error
+	)
+	// A panic while running a job (a parser meeting output it did not
+	// expect) fails this job with a clear reason instead of leaving it
+	// running with heartbeats; it is logged and counted.
+	if safe.Do("worker job "+jm.Kind, func() { res, data, runErr = w.execute(runCtx, jm, creds, out) }) {
+		runErr = errors.New("internal error in the worker (logged with its stack); what the job changed on the server is unknown: check it and run the job again")
+	}
 	creds = credbox.Credentials{} // drop the secrets as soon as the job ran
 	_ = out.Close()
 	close(hbDone)
@@ -92,24 +107,16 @@ func (w *Worker) handle(ctx context.Context, seg string, msg bus.Msg) {
 	log.Info("job done", "status", final.Status, "error", final.Error, "output_bytes", final.OutputBytes)
 }
 
-// describe turns an action or transport error into the job history text.
+// describe turns an action or transport error into the job history text:
+// an action's own reason, or the transport failure in plain words with a
+// hint (remote.Explain: "connection refused on port 22 of …: is sshd
+// running …?"), which the add-server wizard shows for a failed join.
 func describe(err error) string {
-	var hk *remote.HostKeyMismatchError
 	var failed *actions.Failed
-	switch {
-	case errors.As(err, &hk):
-		return fmt.Sprintf("host key changed: %s presented %s but %s is pinned; no command was sent. If the change is legitimate, re-probe and re-join the server",
-			hk.Addr, hk.Got, hk.Expected)
-	case errors.As(err, &failed):
+	if errors.As(err, &failed) {
 		return failed.Reason
-	case errors.Is(err, remote.ErrAuth):
-		return "authentication failed: " + err.Error()
-	case errors.Is(err, remote.ErrUnreachable):
-		return "server unreachable: " + err.Error()
-	case errors.Is(err, remote.ErrTimeout), errors.Is(err, remote.ErrIdle):
-		return "timed out: " + err.Error()
 	}
-	return err.Error()
+	return remote.Explain(err)
 }
 
 // unreachable reports whether err means the server could not be reached
@@ -129,6 +136,15 @@ func (w *Worker) execute(ctx context.Context, jm bus.JobMsg, c credbox.Credentia
 	act, err := actions.For(domain.JobKind(jm.Kind))
 	if err != nil {
 		return actions.Result{}, nil, err
+	}
+	if c.SudoMode == domain.SudoRestricted && domain.BlockedInRestrictedMode(domain.JobKind(jm.Kind)) {
+		// The API refuses these at submit; this holds for a job submitted
+		// just before the switch to restricted mode.
+		return actions.Result{}, nil, &actions.Failed{Reason: "refused: the management user's sudo is restricted on this server; " +
+			jm.Kind + " needs full mode"}
+	}
+	if c.AgentID != "" {
+		return w.executeOverAgent(ctx, act, jm, c, out)
 	}
 	target, err := targetOf(c, c.User, c.PrivateKey, c.Password)
 	if err != nil {
@@ -155,6 +171,43 @@ func (w *Worker) execute(ctx context.Context, jm bus.JobMsg, c credbox.Credentia
 			}
 			t.Timeouts = w.cfg.Timeouts
 			return sshexec.Dial(ctx, t)
+		},
+		DialPort: func(ctx context.Context, user, key string, port int) (remote.Executor, error) {
+			t, err := targetOf(c, user, key, "")
+			if err != nil {
+				return nil, err
+			}
+			host, _, err := net.SplitHostPort(c.Addr)
+			if err != nil {
+				return nil, err
+			}
+			t.Addr = net.JoinHostPort(host, strconv.Itoa(port))
+			t.Timeouts = w.cfg.Timeouts
+			return sshexec.Dial(ctx, t)
+		}}
+	if da, ok := act.(actions.DataAction); ok {
+		return da.RunData(ctx, env)
+	}
+	res, err := act.Run(ctx, env)
+	return res, nil, err
+}
+
+// executeOverAgent runs the action through the server's lcm-agent: the
+// same remote.Executor interface, so every action behaves as over SSH
+// (live output, abort through ctx). Actions that log in with another
+// key (join, key rotation) have no meaning for an agent server.
+func (w *Worker) executeOverAgent(ctx context.Context, act actions.Action, jm bus.JobMsg, c credbox.Credentials, out *output) (actions.Result, []byte, error) {
+	switch domain.JobKind(jm.Kind) {
+	case domain.JobJoin, domain.JobRotateKey:
+		return actions.Result{}, nil, &actions.Failed{Reason: "this job logs in over SSH and does not apply to a server managed through lcm-agent"}
+	}
+	ex := agentgw.NewExecutor(w.cfg.Bus, c.AgentID)
+	defer ex.Close()
+	env := &actions.Env{Exec: ex, Creds: c, Params: jm.Params, Out: out,
+		// A "fresh connection" to an agent server is its agent again (a
+		// reboot waits for it to come back through this).
+		Dial: func(context.Context, string, string) (remote.Executor, error) {
+			return agentgw.NewExecutor(w.cfg.Bus, c.AgentID), nil
 		}}
 	if da, ok := act.(actions.DataAction); ok {
 		return da.RunData(ctx, env)

@@ -22,6 +22,7 @@ import (
 	"github.com/lcmproject/lcm/internal/bus"
 	"github.com/lcmproject/lcm/internal/credbox"
 	"github.com/lcmproject/lcm/internal/domain"
+	"github.com/lcmproject/lcm/internal/safe"
 	"github.com/lcmproject/lcm/internal/sshexec"
 )
 
@@ -122,7 +123,10 @@ func (w *Worker) Run(ctx context.Context) error {
 		loops.Add(1)
 		go func() {
 			defer loops.Done()
-			w.consume(ctx, jobCtx, seg)
+			safe.Supervise(ctx, "worker consumer "+seg, func(ctx context.Context) error {
+				w.consume(ctx, jobCtx, seg)
+				return nil
+			})
 		}()
 	}
 	w.log.Info("worker started", "segments", w.cfg.Segments, "concurrency", w.cfg.Concurrency)
@@ -190,6 +194,7 @@ func (w *Worker) pull(ctx, jobCtx context.Context, seg string, it *bus.MsgIter) 
 		go func() {
 			defer w.wg.Done()
 			defer func() { <-w.sem }()
+			defer safe.Recover("worker job")
 			w.handle(jobCtx, seg, msg)
 		}()
 	}
