@@ -243,7 +243,16 @@ func TestAuditTamperReportedAtStart(t *testing.T) {
 	}
 	s.Close()
 	b := testutil.StartAPI(t, testutil.APIOptions{Dir: dir, Dev: true})
-	if !strings.Contains(b.Stderr(), "AUDIT LOG TAMPERED") || !strings.Contains(b.Stderr(), "entry 1") {
+	// The report is written by the start-up check, which may still be
+	// flushing when the health check already answers: wait for the line.
+	reported := func() bool {
+		return strings.Contains(b.Stderr(), "AUDIT LOG TAMPERED") && strings.Contains(b.Stderr(), "entry 1")
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for !reported() && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !reported() {
 		t.Fatalf("tampering not reported:\n%s", b.Stderr())
 	}
 }

@@ -42,11 +42,16 @@ func TestFirstStartAndRestart(t *testing.T) {
 			if strings.Contains(a.Stderr(), a.AdminPassword) {
 				t.Fatal("admin password appears in the log")
 			}
-			var h map[string]any
-			resp, _ := a.Do("GET", "/api/v1/health", "", nil, &h)
-			if resp.StatusCode != 200 || len(h) != 1 || h["status"] != "ok" {
-				t.Fatalf("anonymous health: %d %v", resp.StatusCode, h)
+			// The health check also answers outside /api/v1, as JSON, not
+			// with the web UI's page.
+			for _, p := range []string{"/health", "/healthz", "/api/v1/health"} {
+				var h map[string]any
+				resp, body := a.Do("GET", p, "", nil, &h)
+				if resp.StatusCode != 200 || len(h) != 1 || h["status"] != "ok" || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+					t.Fatalf("anonymous %s: %d %s", p, resp.StatusCode, body)
+				}
 			}
+			resp, _ := a.Do("GET", "/api/v1/health", "", nil, nil)
 			for _, hdr := range []string{"X-Content-Type-Options", "X-Frame-Options", "Referrer-Policy", "Permissions-Policy"} {
 				if resp.Header.Get(hdr) == "" {
 					t.Errorf("missing security header %s", hdr)
@@ -60,9 +65,11 @@ func TestFirstStartAndRestart(t *testing.T) {
 			if _, ok := info["dirty"].(bool); !ok {
 				t.Fatalf("system info without dirty: %v", info)
 			}
-			resp, body := a.Do("GET", "/api/v1/does-not-exist", "", nil, nil)
-			if resp.StatusCode != 404 || !strings.Contains(string(body), `"error"`) {
-				t.Fatalf("unknown API route: %d %s", resp.StatusCode, body)
+			for _, p := range []string{"/api/v1/does-not-exist", "/api/other", "/healthz/ready"} {
+				resp, body := a.Do("GET", p, "", nil, nil)
+				if resp.StatusCode != 404 || !strings.Contains(string(body), `"error"`) {
+					t.Fatalf("unknown API route %s: %d %s", p, resp.StatusCode, body)
+				}
 			}
 			if db.URL == "" {
 				for _, f := range []string{"config.json", "data/lcm.key"} {

@@ -15,7 +15,7 @@ import (
 // output by polling and by the live stream, history, and a manager who sees
 // the server only once it is in one of its groups.
 func TestFleetE2E(t *testing.T) {
-	h := testutil.TestHosts(t, 6)[5]
+	h := testutil.TestHostAt(t, 6)
 	testutil.ResetTestHost(t, h)
 	defer testutil.ResetTestHost(t, h)
 	a := testutil.StartAPI(t, testutil.APIOptions{Dev: true})

@@ -24,7 +24,7 @@ import (
 // the installation-time opt-out there is no account, no sudo rule and no
 // handover file, only the marker lcm-api reads.
 func TestInstallerSelfManagement(t *testing.T) {
-	h := testutil.TestHosts(t, 5)[4]
+	h := testutil.TestHostAt(t, 5)
 	testutil.ResetTestHost(t, h)
 	defer testutil.ResetTestHost(t, h)
 	ctx := context.Background()

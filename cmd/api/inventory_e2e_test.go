@@ -19,7 +19,7 @@ import (
 // list and detail, and a manager outside the server's groups who gets 404
 // on every new job route.
 func TestInventoryE2E(t *testing.T) {
-	h := testutil.TestHosts(t, 5)[4] // host 5: host 4 belongs to internal/actions
+	h := testutil.TestHostAt(t, 5) // host 5: host 4 belongs to internal/actions
 	testutil.ResetTestHost(t, h)
 	defer testutil.ResetTestHost(t, h)
 	a := testutil.StartAPI(t, testutil.APIOptions{Dev: true})
@@ -51,12 +51,13 @@ func TestInventoryE2E(t *testing.T) {
 		Status  string `json:"status"`
 		JobID   string `json:"job_id"`
 		JobName string `json:"job_name"`
+		Kind    string `json:"kind"`
 	}
-	runJob := func(path string, req any, wantName string) {
+	runJob := func(path string, req any, wantKind, wantName string) {
 		t.Helper()
 		var s started
 		resp, body := a.Do("POST", "/api/v1/servers/"+id+path, token, req, &s)
-		if resp.StatusCode != http.StatusAccepted || s.Status != "started" || s.JobName != wantName {
+		if resp.StatusCode != http.StatusAccepted || s.Status != "started" || s.Kind != wantKind || s.JobName != wantName {
 			t.Fatalf("POST %s: %d %s", path, resp.StatusCode, body)
 		}
 		waitJob(t, a, token, s.JobID, "success")
@@ -77,7 +78,7 @@ func TestInventoryE2E(t *testing.T) {
 	}
 
 	// The refresh job: facts and inventory land in the database.
-	runJob("/refresh-all", nil, "refresh")
+	runJob("/refresh-all", nil, "refresh", "Refresh inventory")
 	if pk := packages(); len(pk) < 50 || !pk["dpkg"] || pk["tree"] {
 		t.Fatalf("after refresh: %d packages, dpkg %v, tree %v", len(pk), pk["dpkg"], pk["tree"])
 	}
@@ -113,7 +114,7 @@ func TestInventoryE2E(t *testing.T) {
 	if packages()["tree"] {
 		t.Fatal("tree in the inventory before any refresh saw it")
 	}
-	runJob("/packages/update", map[string]any{"names": []string{"tree"}}, "package-action")
+	runJob("/packages/update", map[string]any{"names": []string{"tree"}}, "package-action", "Update tree")
 	if !packages()["tree"] {
 		t.Fatal("tree missing from the inventory after packages/update")
 	}

@@ -7,6 +7,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/lcmproject/lcm/internal/advisories"
+	"github.com/lcmproject/lcm/internal/alerts"
+	"github.com/lcmproject/lcm/internal/approvals"
 	"io"
 	"log/slog"
 	"math/big"
@@ -16,18 +19,24 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/lcmproject/lcm/internal/auth"
+	"github.com/lcmproject/lcm/internal/backup"
 	"github.com/lcmproject/lcm/internal/bus"
 	_ "github.com/lcmproject/lcm/internal/bus/natsembed" // all-in-one: NATS runs inside lcm-api
 	"github.com/lcmproject/lcm/internal/config"
 	"github.com/lcmproject/lcm/internal/health"
 	"github.com/lcmproject/lcm/internal/httpapi"
+	"github.com/lcmproject/lcm/internal/safe"
+	"github.com/lcmproject/lcm/internal/schedule"
 	"github.com/lcmproject/lcm/internal/store"
 	"github.com/lcmproject/lcm/internal/tlscert"
+	"github.com/lcmproject/lcm/internal/updates"
 	"github.com/lcmproject/lcm/internal/version"
+	"github.com/lcmproject/lcm/internal/vulnsvc"
 	"github.com/lcmproject/lcm/web"
 )
 
@@ -85,7 +94,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if created {
 		log.Info("created a new config.json with a random JWT secret", "path", cfg.Path, "mode", "0600")
 	}
-	return serve(ctx, cfg, log, stdout)
+	restored, err := applyRestore(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	if restored {
+		// The restored config.json (placement keys kept) is read again.
+		if cfg, _, err = loadConfig(o); err != nil {
+			return err
+		}
+	}
+	return serve(ctx, cfg, log, stdout, restored)
 }
 
 func loadConfig(o options) (config.Config, bool, error) {
@@ -133,19 +152,35 @@ type app struct {
 	bus     *bus.Bus
 	health  *health.Monitor
 	auth    *auth.Service
+	alerts  *alerts.Service
 	tls     *tls.Config
 	servers []*http.Server
 	// workerDone closes when the in-process worker has stopped.
 	workerDone chan struct{}
 	// schedDone closes when the scheduler has stopped (lease released).
 	schedDone chan struct{}
+	// exitCh receives a code when the process must end with it: 70 from
+	// the health monitor, 42 once a restore is staged.
+	exitCh chan int
+	// restored is set when this start applied a staged restore: a fresh
+	// auth epoch signs everyone out.
+	restored bool
+	backup   *backup.Service
+	updates  *updates.Service
+	// vulns is set once the schedule is wired; the fleet-wide alert rules
+	// read the vulnerability database's age through it.
+	vulns atomic.Pointer[vulnsvc.Service]
+	// advisories is the early warning (wire_advisories.go).
+	advisories *advisories.Service
+	// approvals is the four-eyes inbox shared by rollouts, schedules and
+	// custom actions.
+	approvals *approvals.Service
 }
 
-func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.Writer) error {
-	a := &app{cfg: cfg, log: log, dataDir: cfg.ResolvedDataDir()}
+func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.Writer, restored bool) error {
+	a := &app{cfg: cfg, log: log, dataDir: cfg.ResolvedDataDir(), restored: restored, exitCh: make(chan int, 1)}
 	defer a.close()
-	// exitCh receives a code when the health monitor decides to restart.
-	exitCh := make(chan int, 1)
+	exitCh := a.exitCh
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
@@ -171,13 +206,20 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 		default:
 		}
 	}, log)
+	safe.SetRecorder(a.health, log)
 	go a.health.Run(ctx)
 
 	scheme := "https"
 	if cfg.Dev {
 		scheme = "http"
 	}
-	authSvc, err := a.wireAuth(ctx, fmt.Sprintf("%s://%s", scheme, uiLn.Addr()))
+	a.wireBackup() // before the alerts: their backup-overdue rule reads it
+	a.wireUpdates()
+	alertsSvc, mailer, err := a.wireAlerts(ctx)
+	if err == nil {
+		a.auth, err = a.wireAuth(ctx, fmt.Sprintf("%s://%s", scheme, uiLn.Addr()), mailer)
+	}
+	authSvc := a.auth
 	if err != nil {
 		uiLn.Close()
 		if agentLn != nil {
@@ -204,8 +246,19 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 	fleetSvc, jobsSvc := a.wireJobs()
 	a.wireSelfReg(ctx, fleetSvc)
 	portalSvc, speechSvc := a.wirePortal()
-	invSvc, statusSvc, schedSvc := a.wireSchedule(ctx, fleetSvc, jobsSvc)
-	err = a.wireDemo(ctx, jobsSvc, invSvc, statusSvc)
+	a.approvals = approvals.New(a.store, log)
+	invSvc, statusSvc, schedSvc, vulnSvc, autoSvc := a.wireSchedule(ctx, fleetSvc, jobsSvc, alertsSvc)
+	a.vulns.Store(vulnSvc)
+	loadSchedules, _ := schedule.SettingsStore(a.store, log)
+	a.backup.SetSchedule(backup.TaskSchedule(schedSvc, loadSchedules))
+	a.wireAgents(ctx, fleetSvc, statusSvc)
+	luSvc, err := a.wireLinuxUsers(ctx, jobsSvc, fleetSvc)
+	rolloutSvc, approvalSvc := a.wireRollouts(ctx, jobsSvc)
+	regSvc := a.wireRegistries()
+	ctrSvc := a.wireContainers(jobsSvc, regSvc, statusSvc)
+	if err == nil {
+		err = a.wireDemo(ctx, jobsSvc, invSvc, statusSvc)
+	}
 	if err == nil {
 		err = a.startJobs(ctx, jobsSvc) // after every finish hook is registered
 	}
@@ -216,13 +269,25 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 		}
 		return err
 	}
+	if err := a.wireMetrics(ctx); err != nil {
+		uiLn.Close()
+		if agentLn != nil {
+			agentLn.Close()
+		}
+		return err
+	}
+	mcpListener := a.wireMCP(ctx, authSvc)
 	api := httpapi.New(httpapi.Deps{
 		Store: a.store, Bus: a.bus, Health: a.health, Log: log,
 		AccessLog: cfg.AccessLog, Debug: cfg.LogLevel == "debug", Dev: cfg.Dev,
 		ClientAddr: clientAddrFunc(authSvc), Allowed: allowedFunc(authSvc),
 		Web: web.Dist(),
 		Services: httpapi.Services{Auth: authSvc, Records: recordsSvc, Fleet: fleetSvc, Jobs: jobsSvc, Portal: portalSvc, Speech: speechSvc,
-			Inventory: invSvc, Status: statusSvc, Schedules: schedSvc},
+			Inventory: invSvc, Status: statusSvc, Schedules: schedSvc, MCP: mcpListener, Backups: a.backup, Alerts: alertsSvc, LinuxUsers: luSvc, Vulns: vulnSvc,
+			Registries: regSvc,
+			Advisories: a.advisories, Updates: a.updates,
+			Rollouts: rolloutSvc, Approvals: approvalSvc,
+			Containers: ctrSvc, Automation: autoSvc},
 	})
 	a.startHTTP("UI listener", uiLn, api.Handler(), !cfg.Dev)
 	if agentLn != nil {
@@ -380,6 +445,9 @@ func (a *app) shutdown() error {
 	}
 	if a.auth != nil {
 		a.auth.Close(ctx)
+	}
+	if a.alerts != nil {
+		a.alerts.Close() // pending deliveries resume from the store
 	}
 	if a.bus != nil {
 		a.bus.Close()

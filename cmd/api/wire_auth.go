@@ -16,10 +16,10 @@ import (
 // wireAuth builds the identity service: argon2id hasher with bounded
 // concurrency, lockouts and API-key windows in NATS KV, the auth epoch
 // (fresh on every start with the embedded NATS, a shared cluster epoch with
-// an external one), the SMTP mailer, and the security settings seeded from
+// an external one), the SMTP mailer (the system mail channel, wireAlerts), and the security settings seeded from
 // config.json on the first start (the database is authoritative after
 // that). It also verifies the audit chain and reports a break loudly.
-func (a *app) wireAuth(ctx context.Context, listenerURL string) (*auth.Service, error) {
+func (a *app) wireAuth(ctx context.Context, listenerURL string, mailer *mail.Sender) (*auth.Service, error) {
 	hasher, err := auth.NewPasswordHasher()
 	if err != nil {
 		return nil, err
@@ -36,15 +36,14 @@ func (a *app) wireAuth(ctx context.Context, listenerURL string) (*auth.Service, 
 	if err != nil {
 		return nil, err
 	}
-	epoch, err := auth.NewEpoch(ctx, a.cfg.JWTSecret, authKV, a.bus.Embedded(), a.log)
+	epoch, err := auth.NewEpoch(ctx, a.cfg.JWTSecret, authKV, a.bus.Embedded() || a.restored, a.log)
 	if err != nil {
 		return nil, fmt.Errorf("auth epoch: %w", err)
 	}
 	go epoch.Run(ctx)
-	c := a.cfg.SMTP
 	svc := auth.New(auth.Options{
 		Store: a.store, Hasher: hasher, Lockout: lock, RateLimit: rate, Epoch: epoch,
-		Mail: mail.New(mail.Config{Host: c.Host, Port: c.Port, From: c.From, Username: c.Username, Password: c.Password, TLS: c.TLS}),
+		Mail: mailer,
 		Log:  a.log, No2FA: a.cfg.Dev || a.cfg.Demo, ListenerURL: listenerURL,
 	})
 	if err := svc.SeedSettings(ctx, auth.SecuritySettings{

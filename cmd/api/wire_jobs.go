@@ -8,6 +8,7 @@ import (
 	"github.com/lcmproject/lcm/internal/fleet"
 	"github.com/lcmproject/lcm/internal/jobs"
 	"github.com/lcmproject/lcm/internal/jobs/runner"
+	"github.com/lcmproject/lcm/internal/safe"
 )
 
 // wireJobs builds the jobs and fleet services. Nothing runs yet: the
@@ -23,7 +24,7 @@ func (a *app) wireJobs() (*fleet.Service, *jobs.Service) {
 // ingest, reaper) and, unless worker.disabled, an in-process worker that
 // speaks the same NATS protocol as lcm-worker. Both stop with ctx.
 func (a *app) startJobs(ctx context.Context, js *jobs.Service) error {
-	go func() { _ = js.Run(ctx) }()
+	go safe.Supervise(ctx, "jobs control plane", js.Run)
 	if a.cfg.Worker.Disabled {
 		a.log.Info("in-process worker disabled; jobs need an lcm-worker")
 		return nil
@@ -33,13 +34,14 @@ func (a *app) startJobs(ctx context.Context, js *jobs.Service) error {
 		return err
 	}
 	done := make(chan struct{})
-	go func() { defer close(done); _ = w.Run(ctx) }()
+	go func() { defer close(done); safe.Supervise(ctx, "in-process worker", w.Run) }()
 	a.workerDone = done
 	return nil
 }
 
 // natsUsers are the accounts of a listening embedded NATS: lcm-api's own
-// (full rights) and one least-privilege account per remote worker.
+// (full rights), one least-privilege account per remote worker and one per
+// remote agent gateway.
 func natsUsers(c config.NATSConfig) []bus.User {
 	if c.Listen == "" {
 		return nil
@@ -47,6 +49,9 @@ func natsUsers(c config.NATSConfig) []bus.User {
 	users := []bus.User{bus.FullUser(c.User, c.Password)}
 	for _, w := range c.Workers {
 		users = append(users, bus.WorkerUser(w.User, w.Password, w.Segments))
+	}
+	for _, g := range c.AgentGateways {
+		users = append(users, bus.AgentGatewayUser(g.User, g.Password))
 	}
 	return users
 }

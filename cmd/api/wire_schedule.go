@@ -3,17 +3,21 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/lcmproject/lcm/internal/alerts"
 	"os"
 	"time"
 
 	"github.com/lcmproject/lcm/internal/actions"
+	"github.com/lcmproject/lcm/internal/automation"
 	"github.com/lcmproject/lcm/internal/bus"
 	"github.com/lcmproject/lcm/internal/domain"
 	"github.com/lcmproject/lcm/internal/fleet"
 	"github.com/lcmproject/lcm/internal/inventory"
 	"github.com/lcmproject/lcm/internal/jobs"
+	"github.com/lcmproject/lcm/internal/safe"
 	"github.com/lcmproject/lcm/internal/schedule"
 	"github.com/lcmproject/lcm/internal/status"
+	"github.com/lcmproject/lcm/internal/vulnsvc"
 )
 
 // wireSchedule builds the inventory and status services, registers their
@@ -23,35 +27,49 @@ import (
 // cannot start is logged, not fatal: the API still serves, and the
 // schedules can still be read and changed (the leader applies them). It
 // returns the services for the HTTP routes.
-func (a *app) wireSchedule(ctx context.Context, fl *fleet.Service, js *jobs.Service) (*inventory.Service, *status.Service, *schedule.Scheduler) {
+func (a *app) wireSchedule(ctx context.Context, fl *fleet.Service, js *jobs.Service, al *alerts.Service) (*inventory.Service, *status.Service, *schedule.Scheduler, *vulnsvc.Service, *automation.Service) {
 	statusSvc := status.New(a.store, a.log)
 	invSvc := inventory.New(a.store, inventory.Options{Log: a.log, OnIngest: statusSvc.RecomputeMany,
 		Retention: time.Duration(a.cfg.StorageHistoryDays) * 24 * time.Hour})
 	registerInventoryHooks(js, invSvc, statusSvc)
+	vulnSvc := a.wireSecurity(ctx, fl, js, statusSvc) // after the inventory hooks: rescans see the ingested packages
+	registerAlertHooks(js, al)                        // after the status hooks: the rules read what they stored
+	statusSvc.OnChange(al.Trigger)                    // findings stored, contacts failed outside jobs
+	a.advisories = a.wireAdvisories(vulnSvc, al)
 	submitAll := func(kind domain.JobKind) func(context.Context) error {
 		return func(ctx context.Context) error { _, err := fl.SubmitToAll(ctx, kind); return err }
 	}
+	auto := a.newAutomation(js, vulnSvc)
+	statusSvc.SetNotes(auto.TieWarnings)      // group-priority ties in the health report
+	go func() { <-ctx.Done(); auto.Stop() }() // runs in flight stop; the next leader resumes them
 	load, save := schedule.SettingsStore(a.store, a.log)
 	opts := schedule.Options{Log: a.log,
 		Tasks: schedule.Registry(schedule.Hooks{AggregateStorage: invSvc.Aggregate, RecomputeStatus: statusSvc.RecomputeAll,
-			RefreshAll: submitAll(domain.JobRefresh), StorageSample: submitAll(domain.JobStorageSample)}),
+			RefreshAll: submitAll(domain.JobRefresh), StorageSample: submitAll(domain.JobStorageSample),
+			Backup: a.backup.RunScheduled, BackupCatchUp: a.backup.CatchUp,
+			AlertCheck:          func(ctx context.Context) error { _, err := al.Evaluate(ctx); return err },
+			ScanVulnerabilities: vulnSvc.ScanAll,
+			PollAdvisories:      func(ctx context.Context) error { _, err := a.advisories.Poll(ctx, true); return err },
+			UpdateCheck:         a.updateCheckTask(),
+			GroupSchedules:      auto.Tick,
+			Cleanup:             a.cleanupTask()}),
 		Overrides: load, SaveOverrides: save}
 	host, _ := os.Hostname()
 	lease, err := a.bus.NewLease(ctx, bus.BucketLeader, "scheduler", fmt.Sprintf("%s/%d", host, os.Getpid()), schedule.DefaultLeaseTTL)
 	if err != nil {
 		a.log.Error("scheduler not started", "err", err)
-		return invSvc, statusSvc, schedule.New(opts)
+		return invSvc, statusSvc, schedule.New(opts), vulnSvc, auto
 	}
 	opts.Lease = lease
 	sch := schedule.New(opts)
 	if _, err := sch.Effective(ctx); err != nil {
 		a.log.Error("scheduler not started: invalid \"schedules\" setting", "err", err)
-		return invSvc, statusSvc, sch
+		return invSvc, statusSvc, sch, vulnSvc, auto
 	}
 	done := make(chan struct{})
-	go func() { defer close(done); _ = sch.Run(ctx) }()
+	go func() { defer close(done); safe.Supervise(ctx, "scheduler", sch.Run) }()
 	a.schedDone = done
-	return invSvc, statusSvc, sch
+	return invSvc, statusSvc, sch, vulnSvc, auto
 }
 
 // registerInventoryHooks connects job results to the inventory and the

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/lcmproject/lcm/internal/fleet"
+	"github.com/lcmproject/lcm/internal/safe"
 	"github.com/lcmproject/lcm/internal/selfreg"
 )
 
@@ -18,6 +19,7 @@ func (a *app) wireSelfReg(ctx context.Context, fl *fleet.Service) {
 		return
 	}
 	go func() {
+		defer safe.Recover("self-registration")
 		d, err := selfreg.Run(ctx, selfreg.Deps{Store: a.store, Fleet: fl, Log: a.log, DataDir: a.dataDir})
 		switch {
 		case err != nil:

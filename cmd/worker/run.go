@@ -14,6 +14,7 @@ import (
 
 	"github.com/lcmproject/lcm/internal/bus"
 	"github.com/lcmproject/lcm/internal/jobs/runner"
+	"github.com/lcmproject/lcm/internal/metrics"
 	"github.com/lcmproject/lcm/internal/version"
 )
 
@@ -31,6 +32,7 @@ type options struct {
 	id          string
 	debug       bool
 	version     bool
+	metricsAddr string
 }
 
 func parse(args []string, stderr io.Writer) (options, error) {
@@ -50,6 +52,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.segments, "segments", env("LCM_WORKER_SEGMENTS", "default"), "comma-separated server segments to serve (env LCM_WORKER_SEGMENTS)")
 	fs.IntVar(&o.concurrency, "concurrency", 64, "jobs run at the same time")
 	fs.StringVar(&o.id, "id", env("LCM_WORKER_ID", ""), "worker id in job history (default <hostname>-<random>)")
+	fs.StringVar(&o.metricsAddr, "metrics-addr", env("LCM_WORKER_METRICS_ADDR", ""), "serve Prometheus metrics on this address, e.g. 127.0.0.1:9340 (/metrics, plain HTTP; off when empty; env LCM_WORKER_METRICS_ADDR)")
 	fs.BoolVar(&o.debug, "debug", false, "log at debug level")
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
@@ -107,6 +110,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	w, err := runner.New(runner.Config{Bus: b, ID: o.id, Segments: segments, Concurrency: o.concurrency, Log: log})
 	if err != nil {
 		return err
+	}
+	if _, err := metrics.Serve(ctx, o.metricsAddr, log); err != nil {
+		return fmt.Errorf("-metrics-addr: %w", err)
 	}
 	log.Info("=== LCM worker starting ===", "version", version.Get().String(name), "worker", w.ID(), "nats", o.natsURL)
 	return w.Run(ctx)

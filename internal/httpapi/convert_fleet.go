@@ -27,11 +27,23 @@ type serverDTO struct {
 	UpdatesAvailable   int          `json:"updates_available"`
 	SecurityUpdates    int          `json:"security_updates"`
 	SSHHardened        bool         `json:"ssh_hardened"`
+	SSHHardenedAt      *time.Time   `json:"ssh_hardened_at"`
+	RootLogin          string       `json:"root_login"`
+	RootLoginAt        *time.Time   `json:"root_login_at"`
+	SSHProof           []string     `json:"ssh_proof"`
+	SudoMode           string       `json:"sudo_mode"`
+	SudoModeAt         *time.Time   `json:"sudo_mode_at"`
+	FirewallActive     bool         `json:"firewall_active"`
+	FirewallTool       string       `json:"firewall_tool"`
+	FirewallAt         *time.Time   `json:"firewall_at"`
 	HostKeyFingerprint string       `json:"host_key_fingerprint"`
 	Joined             bool         `json:"joined"`
 	LastSeenAt         *time.Time   `json:"last_seen_at"`
 	CreatedAt          time.Time    `json:"created_at"`
-	ActiveJobID        *string      `json:"active_job_id"`
+	// Agent is the lcm-agent state of an agent server (absent for SSH).
+	Agent *agentDTO `json:"agent,omitempty"`
+	// ActiveJobID must stay the last field (serverlist.go splices it).
+	ActiveJobID *string `json:"active_job_id"`
 }
 
 type insightDTO struct {
@@ -46,13 +58,23 @@ func toServerDTO(s domain.Server) serverDTO {
 		OSVersion: s.OSVersion, Kernel: s.Kernel, Virtualization: s.Virtualization, Hostname: s.Hostname,
 		RebootRequired: s.RebootRequired, UpdatesAvailable: s.UpdatesAvail, SecurityUpdates: s.SecurityAvail,
 		SSHHardened: s.SSHHardened, HostKeyFingerprint: s.HostKeyFingerprint, Joined: s.Joined,
-		LastSeenAt: s.LastSeenAt, CreatedAt: s.CreatedAt.UTC()}
+		LastSeenAt: s.LastSeenAt, CreatedAt: s.CreatedAt.UTC(),
+		SSHHardenedAt: s.Hardening.SSHHardenedAt, RootLogin: s.Hardening.RootLogin, RootLoginAt: s.Hardening.RootLoginAt,
+		SSHProof: strsOrEmpty(s.Hardening.SSHProof), SudoMode: s.Hardening.SudoMode, SudoModeAt: s.Hardening.SudoModeAt, Agent: toAgentDTO(s.Agent),
+		FirewallActive: s.Hardening.FirewallActive, FirewallTool: s.Hardening.FirewallTool, FirewallAt: s.Hardening.FirewallAt}
+	if d.SudoMode == "" {
+		d.SudoMode = domain.SudoFull
+	}
 	if d.Segment == "" {
 		d.Segment = domain.DefaultSegment
 	}
 	if s.ActiveJobID != "" {
 		id := s.ActiveJobID
 		d.ActiveJobID = &id
+	}
+	if s.Agent != nil && s.Agent.LastSeenAt == nil {
+		d.Insights = append(d.Insights, insightDTO{Level: "info", Code: "agent_not_enrolled",
+			Text: "no agent has connected yet: issue a token and run the install command on the server"})
 	}
 	if !s.Joined {
 		d.Insights = append(d.Insights, insightDTO{Level: "info", Code: "not_joined", Text: "the server has not joined yet"})
@@ -91,14 +113,17 @@ type joinRequest struct {
 }
 
 // jobStartedDTO is the answer of every endpoint that starts a job.
+// job_name is the job's human name (domain.JobName), kind its machine
+// kind (the job_name filter of the history takes a kind).
 type jobStartedDTO struct {
 	Status  string `json:"status"`
 	JobID   string `json:"job_id"`
 	JobName string `json:"job_name"`
+	Kind    string `json:"kind"`
 }
 
 func toJobStarted(j domain.Job) jobStartedDTO {
-	return jobStartedDTO{Status: string(domain.JobStarted), JobID: j.ID, JobName: string(j.Kind)}
+	return jobStartedDTO{Status: string(domain.JobStarted), JobID: j.ID, JobName: j.Name(), Kind: string(j.Kind)}
 }
 
 type joinDTO struct {
@@ -153,6 +178,7 @@ type groupManagerRequest struct {
 type jobDTO struct {
 	JobID       string     `json:"job_id"`
 	JobName     string     `json:"job_name"`
+	Kind        string     `json:"kind"`
 	ServerID    string     `json:"server_id"`
 	ServerName  string     `json:"server_name"`
 	Status      string     `json:"status"`
@@ -166,7 +192,7 @@ type jobDTO struct {
 }
 
 func toJobDTO(j domain.Job) jobDTO {
-	return jobDTO{JobID: j.ID, JobName: string(j.Kind), ServerID: j.ServerID, ServerName: j.ServerName,
+	return jobDTO{JobID: j.ID, JobName: j.Name(), Kind: string(j.Kind), ServerID: j.ServerID, ServerName: j.ServerName,
 		Status: string(j.Status), CreatedBy: j.CreatedBy, CreatedAt: j.CreatedAt.UTC(), StartedAt: j.StartedAt,
 		FinishedAt: j.FinishedAt, ExitCode: j.ExitCode, Error: j.Error, OutputBytes: j.OutputBytes}
 }

@@ -1,11 +1,13 @@
 package httpapi
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strings"
 
 	"github.com/gin-gonic/gin"
@@ -21,6 +23,7 @@ type errorBody struct {
 }
 
 func writeError(c *gin.Context, status int, code, msg string) {
+	c.Set(ctxErrCode, code)
 	c.AbortWithStatusJSON(status, errorBody{Error: msg, Code: code})
 }
 
@@ -77,12 +80,18 @@ const maxJSONBody = 1 << 20
 func bindJSON(c *gin.Context, dst any) bool { return bindJSONLimit(c, dst, maxJSONBody) }
 
 func bindJSONLimit(c *gin.Context, dst any, limit int64) bool {
-	body := http.MaxBytesReader(c.Writer, c.Request.Body, limit)
-	dec := json.NewDecoder(body)
-	dec.DisallowUnknownFields()
-	err := dec.Decode(dst)
-	if err == nil && dec.More() {
-		err = errors.New("unexpected data after the JSON object")
+	raw, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, limit))
+	if err == nil {
+		if msg := nullProblem(raw, dst); msg != "" {
+			writeError(c, http.StatusBadRequest, "invalid_request", msg)
+			return false
+		}
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.DisallowUnknownFields()
+		err = dec.Decode(dst)
+		if err == nil && dec.More() {
+			err = errors.New("unexpected data after the JSON object")
+		}
 	}
 	if err == nil {
 		return true
@@ -131,4 +140,76 @@ func jsonType(kind string) string {
 	default:
 		return kind
 	}
+}
+
+// nullProblem refuses what encoding/json would silently accept as "no
+// change": a bare null body, and null for a top-level field that cannot
+// hold null (not a pointer, slice, map or interface). "" when fine.
+func nullProblem(raw []byte, dst any) string {
+	trimmed := bytes.TrimSpace(raw)
+	if bytes.Equal(trimmed, []byte("null")) {
+		return "request body must be a JSON object, not null"
+	}
+	if len(trimmed) == 0 || trimmed[0] != '{' || !bytes.Contains(trimmed, []byte("null")) {
+		return ""
+	}
+	t := reflect.TypeOf(dst)
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil || t.Kind() != reflect.Struct {
+		return ""
+	}
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(trimmed, &fields) != nil {
+		return "" // the decoder reports the syntax error
+	}
+	for name, v := range fields {
+		if !bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
+			continue
+		}
+		if f, ok := jsonField(t, name); ok {
+			switch f.Type.Kind() {
+			case reflect.Pointer, reflect.Slice, reflect.Map, reflect.Interface:
+			default:
+				return fmt.Sprintf("field %q must not be null", name)
+			}
+		}
+	}
+	return ""
+}
+
+// jsonField finds the struct field (embedded structs included) that
+// encoding/json decodes the key name into.
+func jsonField(t reflect.Type, name string) (reflect.StructField, bool) {
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		key, _, _ := strings.Cut(tag, ",")
+		if f.Anonymous && key == "" {
+			et := f.Type
+			if et.Kind() == reflect.Pointer {
+				et = et.Elem()
+			}
+			if et.Kind() == reflect.Struct {
+				if sf, ok := jsonField(et, name); ok {
+					return sf, true
+				}
+			}
+			continue
+		}
+		if !f.IsExported() {
+			continue
+		}
+		if key == "" {
+			key = f.Name
+		}
+		if strings.EqualFold(key, name) {
+			return f, true
+		}
+	}
+	return reflect.StructField{}, false
 }

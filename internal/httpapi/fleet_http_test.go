@@ -28,14 +28,21 @@ import (
 // principal named by the X-Test-User header into the request, exactly where
 // the authenticate middleware puts it.
 type fleetHTTP struct {
-	p     *plane.Plane
-	ts    *httptest.Server
-	users map[string]*domain.Principal
+	server *Server
+	p      *plane.Plane
+	ts     *httptest.Server
+	users  map[string]*domain.Principal
 }
 
 func newFleetHTTP(t *testing.T) *fleetHTTP {
 	t.Helper()
-	p := plane.Start(t, plane.Options{})
+	return newFleetHTTPOn(t, "")
+}
+
+// newFleetHTTPOn is newFleetHTTP on a database ("" = SQLite).
+func newFleetHTTPOn(t *testing.T, dbURL string) *fleetHTTP {
+	t.Helper()
+	p := plane.Start(t, plane.Options{DatabaseURL: dbURL})
 	h := &fleetHTTP{p: p, users: map[string]*domain.Principal{"admin": p.Admin}}
 	s := &Server{deps: Deps{Store: p.Store, Bus: p.Bus, Log: slog.Default(), ClientAddr: remoteAddr,
 		Services: Services{Fleet: p.Fleet, Jobs: p.Jobs, Status: status.New(p.Store, slog.Default())}}, engine: gin.New(), info: version.Get()}
@@ -46,6 +53,7 @@ func newFleetHTTP(t *testing.T) *fleetHTTP {
 		c.Next()
 	})
 	s.registerRoutes()
+	h.server = s
 	h.ts = httptest.NewServer(s.engine)
 	t.Cleanup(h.ts.Close)
 	return h
@@ -162,7 +170,7 @@ func TestServersAndJobsOverHTTP(t *testing.T) {
 
 	code, body = h.do(t, "admin", http.MethodPost, "/api/v1/servers/"+srv.ID+"/packages/upgrade-security", "")
 	started := decode[map[string]string](t, body)
-	if code != http.StatusAccepted || started["status"] != "started" || started["job_name"] != "upgrade-security" || started["job_id"] == "" {
+	if code != http.StatusAccepted || started["status"] != "started" || started["job_name"] != "Install security updates" || started["kind"] != "upgrade-security" || started["job_id"] == "" {
 		t.Fatalf("upgrade-security: %d %s", code, body)
 	}
 	id := started["job_id"]
@@ -216,8 +224,17 @@ func TestServersAndJobsOverHTTP(t *testing.T) {
 	if code != 200 || page.Total != 1 || page.Items[0].JobID != id || page.Items[0].ServerName != "Web-01" || page.Items[0].OutputBytes != int64(polled.Len()) {
 		t.Fatalf("history: %d %s", code, body)
 	}
-	if code, _ = h.do(t, "admin", http.MethodGet, "/api/v1/jobs/history?limit=x", ""); code != 400 {
-		t.Fatalf("bad limit: %d", code)
+	for _, q := range []string{"limit=x", "limit=0", "limit=501", "limit=100000", "limit=-1"} {
+		code, body = h.do(t, "admin", http.MethodGet, "/api/v1/jobs/history?"+q, "")
+		if code != 400 || !strings.Contains(string(body), `"code"`) || !strings.Contains(string(body), `"error"`) {
+			t.Fatalf("bad %s: %d %s", q, code, body)
+		}
+		if q != "limit=x" && q != "limit=-1" && !strings.Contains(string(body), "limit_out_of_range") {
+			t.Fatalf("bad %s: %s", q, body)
+		}
+	}
+	if code, body = h.do(t, "admin", http.MethodGet, "/api/v1/jobs/history?limit=500", ""); code != 200 {
+		t.Fatalf("limit at its maximum: %d %s", code, body)
 	}
 	if code, body = h.do(t, "admin", http.MethodGet, "/api/v1/jobs/filter-options", ""); code != 200 || !strings.Contains(string(body), "upgrade-security") {
 		t.Fatalf("filter options: %d %s", code, body)

@@ -27,6 +27,9 @@ type loginResponse struct {
 	Token     string    `json:"token"`
 	ExpiresAt time.Time `json:"expires_at"`
 	User      userDTO   `json:"user"`
+	// RecoveryCodesRemaining is present only when a recovery code
+	// completed the login.
+	RecoveryCodesRemaining *int `json:"recovery_codes_remaining,omitempty"`
 }
 
 type challengeResponse struct {
@@ -52,9 +55,11 @@ func (s *Server) login(c *gin.Context) {
 	s.loginDone(c, res)
 }
 
+// login2FARequest carries either the TOTP code or a recovery code.
 type login2FARequest struct {
-	Challenge *string `json:"challenge"`
-	Code      *string `json:"code"`
+	Challenge    *string `json:"challenge"`
+	Code         *string `json:"code"`
+	RecoveryCode *string `json:"recovery_code"`
 }
 
 func (s *Server) login2FA(c *gin.Context) {
@@ -62,11 +67,11 @@ func (s *Server) login2FA(c *gin.Context) {
 	if !bindJSON(c, &req) {
 		return
 	}
-	if req.Challenge == nil || req.Code == nil {
-		writeError(c, http.StatusBadRequest, "invalid_request", "challenge and code are required")
+	if req.Challenge == nil || (req.Code == nil) == (req.RecoveryCode == nil) {
+		writeError(c, http.StatusBadRequest, "invalid_request", "challenge and either code or recovery_code are required")
 		return
 	}
-	res, err := s.deps.Services.Auth.Login2FA(c.Request.Context(), *req.Challenge, *req.Code)
+	res, err := s.deps.Services.Auth.Login2FA(c.Request.Context(), *req.Challenge, auth.SecondFactor{Code: deref(req.Code), RecoveryCode: deref(req.RecoveryCode)})
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -80,7 +85,8 @@ func (s *Server) loginDone(c *gin.Context, res auth.LoginResult) {
 		return
 	}
 	s.setSessionCookies(c, res.Token, res.ExpiresAt)
-	c.JSON(http.StatusOK, loginResponse{Token: res.Token, ExpiresAt: res.ExpiresAt.UTC(), User: s.toUserDTO(ginCtx{c}, res.User)})
+	c.JSON(http.StatusOK, loginResponse{Token: res.Token, ExpiresAt: res.ExpiresAt.UTC(), User: s.toUserDTO(ginCtx{c}, res.User),
+		RecoveryCodesRemaining: res.RecoveryCodesRemaining})
 }
 
 // setSessionCookies sets lcm_session (HttpOnly, the JWT) and lcm_csrf
@@ -165,12 +171,42 @@ func (s *Server) bindCode(c *gin.Context) (string, bool) {
 	return *req.Code, true
 }
 
+// enable2FAResponse is the user plus the first recovery codes, shown once.
+type enable2FAResponse struct {
+	userDTO
+	RecoveryCodes []string `json:"recovery_codes"`
+}
+
 func (s *Server) enable2FA(c *gin.Context) {
 	code, ok := s.bindCode(c)
 	if !ok {
 		return
 	}
-	u, err := s.deps.Services.Auth.Enable2FA(c.Request.Context(), principal(c), code)
+	u, codes, err := s.deps.Services.Auth.Enable2FA(c.Request.Context(), principal(c), code)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, enable2FAResponse{userDTO: s.toUserDTO(ginCtx{c}, u), RecoveryCodes: codes})
+}
+
+// secondFactorRequest is a TOTP code or a recovery code.
+type secondFactorRequest struct {
+	Code         *string `json:"code"`
+	RecoveryCode *string `json:"recovery_code"`
+}
+
+func (s *Server) disable2FA(c *gin.Context) {
+	var req secondFactorRequest
+	if !bindJSON(c, &req) {
+		return
+	}
+	if deref(req.Code) == "" && deref(req.RecoveryCode) == "" {
+		writeError(c, http.StatusBadRequest, "invalid_request", "code or recovery_code is required")
+		return
+	}
+	u, err := s.deps.Services.Auth.Disable2FA(c.Request.Context(), principal(c),
+		auth.SecondFactor{Code: deref(req.Code), RecoveryCode: deref(req.RecoveryCode)})
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -178,17 +214,57 @@ func (s *Server) enable2FA(c *gin.Context) {
 	c.JSON(http.StatusOK, s.toUserDTO(ginCtx{c}, u))
 }
 
-func (s *Server) disable2FA(c *gin.Context) {
-	code, ok := s.bindCode(c)
-	if !ok {
-		return
-	}
-	u, err := s.deps.Services.Auth.Disable2FA(c.Request.Context(), principal(c), code)
+// recoveryStatusDTO is the state of the caller's recovery codes; Codes is
+// set only in the answer to a regeneration (shown once).
+type recoveryStatusDTO struct {
+	Remaining   int        `json:"remaining"`
+	Total       int        `json:"total"`
+	Low         bool       `json:"low"`
+	GeneratedAt *time.Time `json:"generated_at"`
+	Codes       []string   `json:"recovery_codes,omitempty"`
+}
+
+func toRecoveryStatusDTO(st auth.RecoveryStatus) recoveryStatusDTO {
+	return recoveryStatusDTO{Remaining: st.Remaining, Total: st.Total, Low: st.Low, GeneratedAt: st.GeneratedAt}
+}
+
+func (s *Server) getRecoveryCodes(c *gin.Context) {
+	st, err := s.deps.Services.Auth.RecoveryCodeStatus(c.Request.Context(), principal(c))
 	if err != nil {
 		s.fail(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, s.toUserDTO(ginCtx{c}, u))
+	c.JSON(http.StatusOK, toRecoveryStatusDTO(st))
+}
+
+type reauthRequest struct {
+	Password *string `json:"password"`
+	Code     *string `json:"code"`
+}
+
+func (s *Server) regenerateRecoveryCodes(c *gin.Context) {
+	var req reauthRequest
+	if !bindJSON(c, &req) {
+		return
+	}
+	if deref(req.Password) == "" && deref(req.Code) == "" {
+		writeError(c, http.StatusBadRequest, "invalid_request", "password or code is required")
+		return
+	}
+	ctx := c.Request.Context()
+	codes, err := s.deps.Services.Auth.RegenerateRecoveryCodes(ctx, principal(c), auth.Reauth{Password: deref(req.Password), Code: deref(req.Code)})
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	st, err := s.deps.Services.Auth.RecoveryCodeStatus(ctx, principal(c))
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	out := toRecoveryStatusDTO(st)
+	out.Codes = codes
+	c.JSON(http.StatusOK, out)
 }
 
 type resetRequest struct {
@@ -247,4 +323,12 @@ func (s *Server) consumeActivationLink(c *gin.Context) {
 		return
 	}
 	c.Status(http.StatusNoContent)
+}
+
+// deref is the string behind p, "" for nil.
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/lcmproject/lcm/internal/actions"
+	"github.com/lcmproject/lcm/internal/audit"
 	"github.com/lcmproject/lcm/internal/domain"
 	"github.com/lcmproject/lcm/internal/facts"
 	"github.com/lcmproject/lcm/internal/pkgmgr"
@@ -145,7 +146,11 @@ func (s *Server) packageAction(action actions.PkgAction) gin.HandlerFunc {
 			return
 		}
 		job, err := s.deps.Services.Fleet.PackageAction(c.Request.Context(), principal(c), c.Param("id"), action, req.Names)
-		s.respondJob(c, job, err)
+		var extra map[string]any
+		if action.NeedsNames() {
+			extra = map[string]any{"packages": req.Names}
+		}
+		s.respondJobWith(c, job, err, extra)
 	}
 }
 
@@ -182,6 +187,7 @@ func (s *Server) setStorageVolumes(c *gin.Context) {
 		return
 	}
 	v, err := s.deps.Services.Inventory.SetVolumes(c.Request.Context(), principal(c), c.Param("id"), req.Mounts)
+	s.note(c, "server.storage_volumes", audit.Target("server", c.Param("id")), map[string]any{"mounts": req.Mounts})
 	if err != nil {
 		s.respondError(c, err)
 		return

@@ -9,14 +9,21 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/lcmproject/lcm/internal/audit"
 	"github.com/lcmproject/lcm/internal/domain"
+	"github.com/lcmproject/lcm/internal/jobs"
 )
 
 func (s *Server) listJobHistory(c *gin.Context) {
 	f := domain.JobFilter{ServerID: c.Query("server_id"), Status: domain.JobStatus(c.Query("status")),
 		Kind: domain.JobKind(c.Query("job_name"))}
 	var ok bool
-	if f.Limit, ok = queryInt(c, "limit", 50); !ok {
+	if f.Limit, ok = queryInt(c, "limit", jobs.DefaultHistoryLimit); !ok {
+		return
+	}
+	if f.Limit == 0 || f.Limit > jobs.HistoryMaxLimit {
+		writeError(c, http.StatusBadRequest, "limit_out_of_range",
+			fmt.Sprintf("query parameter limit must be between 1 and %d (got %d); page with offset", jobs.HistoryMaxLimit, f.Limit))
 		return
 	}
 	if f.Offset, ok = queryInt(c, "offset", 0); !ok {
@@ -87,6 +94,7 @@ func (s *Server) getJobSSHOutput(c *gin.Context) {
 
 func (s *Server) abortJob(c *gin.Context) {
 	j, err := s.deps.Services.Jobs.Abort(c.Request.Context(), principal(c), c.Param("id"))
+	s.note(c, "job.abort", audit.Target("job", c.Param("id")), map[string]any{"server_id": j.ServerID, "kind": string(j.Kind)})
 	if err != nil {
 		s.respondError(c, err)
 		return

@@ -65,8 +65,19 @@ func (s *Server) noRoute(c *gin.Context) {
 	s.serveWeb(c)
 }
 
+// isAPIPath reports whether p belongs to the API or the health checks,
+// never to the web UI: an unknown path there answers 404 JSON, not the
+// app's page with 200.
 func isAPIPath(p string) bool {
-	return p == "/api" || p == "/v1" || hasPrefix(p, "/api/") || hasPrefix(p, "/v1/")
+	for _, root := range nonUIRoots {
+		if p == root || hasPrefix(p, root+"/") {
+			return true
+		}
+	}
+	return false
 }
+
+// nonUIRoots are the path roots the web UI never serves.
+var nonUIRoots = []string{"/api", "/v1", "/health", "/healthz"}
 
 func hasPrefix(s, p string) bool { return len(s) >= len(p) && s[:len(p)] == p }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/lcmproject/lcm/internal/audit"
 	"github.com/lcmproject/lcm/internal/domain"
 	"github.com/lcmproject/lcm/internal/fleet"
 	"github.com/lcmproject/lcm/internal/jobs"
@@ -16,6 +17,12 @@ import (
 // {status: "started", job_id, job_name}, 409 {status: "blocked", …} for a
 // busy server, otherwise the usual error mapping.
 func (s *Server) respondJob(c *gin.Context, job domain.Job, err error) {
+	s.respondJobWith(c, job, err, nil)
+}
+
+// respondJobWith is respondJob with extra audit details (package names).
+func (s *Server) respondJobWith(c *gin.Context, job domain.Job, err error, extra map[string]any) {
+	s.noteJob(c, job, extra)
 	if err != nil {
 		s.respondJobError(c, err)
 		return
@@ -23,11 +30,27 @@ func (s *Server) respondJob(c *gin.Context, job domain.Job, err error) {
 	c.JSON(http.StatusAccepted, toJobStarted(job))
 }
 
+// noteJob audits a job submission: job.submit on the server with the job
+// id and kind (plus extra details such as package names).
+func (s *Server) noteJob(c *gin.Context, job domain.Job, extra map[string]any) {
+	d := map[string]any{"job_id": job.ID, "kind": string(job.Kind)}
+	for k, v := range extra {
+		d[k] = v
+	}
+	s.note(c, "job.submit", audit.Target("server", job.ServerID), d)
+}
+
 func (s *Server) respondJobError(c *gin.Context, err error) {
 	var busy *jobs.BusyError
 	if errors.As(err, &busy) {
 		c.AbortWithStatusJSON(http.StatusConflict, blockedDTO{Status: string(domain.JobBlocked), Error: busy.Error(),
 			Code: "server_busy", JobID: busy.JobID})
+		return
+	}
+	var de *domain.Error
+	if errors.As(err, &de) && de.Code == "restricted_mode" {
+		// Like a busy server, a blocked submit: nothing was started.
+		c.AbortWithStatusJSON(http.StatusConflict, blockedDTO{Status: string(domain.JobBlocked), Error: de.Message, Code: de.Code})
 		return
 	}
 	s.respondError(c, err)
@@ -95,6 +118,7 @@ func (s *Server) probeServer(c *gin.Context) {
 		return
 	}
 	res, err := s.deps.Services.Fleet.Probe(c.Request.Context(), req.Host, req.Port)
+	s.note(c, "server.probe", audit.Target("host", req.Host), map[string]any{"port": req.Port})
 	if err != nil {
 		s.respondError(c, err)
 		return
@@ -110,6 +134,8 @@ func (s *Server) joinServer(c *gin.Context) {
 	srv, job, err := s.deps.Services.Fleet.Join(c.Request.Context(), principal(c), fleet.JoinRequest{
 		Name: req.Name, Host: req.Host, Port: req.Port, Username: req.Username, Auth: req.Auth,
 		PrivateKey: req.PrivateKey, Password: req.Password, HostKey: req.HostKey, GroupIDs: req.GroupIDs, Segment: req.Segment})
+	s.note(c, "server.join", audit.Target("server", srv.ID), map[string]any{"job_id": job.ID, "kind": string(job.Kind),
+		"name": srv.Name, "host": srv.Host, "port": srv.Port, "auth": req.Auth, "group_ids": req.GroupIDs})
 	if err != nil {
 		s.respondJobError(c, err)
 		return
@@ -137,6 +163,8 @@ func (s *Server) updateServerSettings(c *gin.Context) {
 	}
 	srv, err := s.deps.Services.Fleet.UpdateSettings(c.Request.Context(), principal(c), c.Param("id"),
 		store.ServerSettings{Name: req.Name, Port: req.Port, Segment: req.Segment})
+	s.note(c, "server.settings", audit.Target("server", c.Param("id")), changedFields(map[string]any{
+		"name": req.Name, "port": req.Port, "segment": req.Segment}))
 	if err != nil {
 		s.respondError(c, err)
 		return
@@ -164,12 +192,17 @@ func (s *Server) upgradeSecurityPackages(c *gin.Context) {
 	s.respondJob(c, job, err)
 }
 
+// decommissionServer: a joined server is cleaned up by a job (202 with
+// the job, as every server-changing endpoint answers); one that never
+// joined is deleted at once (204).
 func (s *Server) decommissionServer(c *gin.Context) {
-	if err := s.deps.Services.Fleet.Decommission(c.Request.Context(), principal(c), c.Param("id")); err != nil {
-		s.respondJobError(c, err)
+	job, err := s.deps.Services.Fleet.Decommission(c.Request.Context(), principal(c), c.Param("id"))
+	if err == nil && job.ID == "" {
+		s.note(c, "server.decommission", audit.Target("server", c.Param("id")), nil)
+		c.Status(http.StatusNoContent)
 		return
 	}
-	c.Status(http.StatusNoContent)
+	s.respondJob(c, job, err)
 }
 
 func (s *Server) getServerActiveJob(c *gin.Context) {

@@ -154,6 +154,20 @@ func (s *Server) deleteUser(c *gin.Context) {
 	c.Status(http.StatusNoContent)
 }
 
+// reset2FA switches another user's 2FA off (lost authenticator and
+// recovery codes); the user sets it up again at the next sign-in.
+func (s *Server) reset2FA(c *gin.Context) {
+	if !emptyBody(c) {
+		return
+	}
+	u, err := s.deps.Services.Auth.Reset2FA(c.Request.Context(), principal(c), c.Param("id"))
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, s.toUserDTO(ginCtx{c}, u))
+}
+
 type activationRequest struct {
 	UserID *string `json:"user_id"`
 }

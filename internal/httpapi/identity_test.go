@@ -41,12 +41,12 @@ func TestLoginAndMe(t *testing.T) {
 			if _, _, err := jwt.NewParser().ParseUnverified(lr.Token, claims); err != nil {
 				t.Fatal(err)
 			}
-			for _, k := range []string{"sub", "username", "iat", "exp"} {
+			for _, k := range []string{"sub", "username", "iat", "exp", "iat_ms"} {
 				if _, ok := claims[k]; !ok {
 					t.Errorf("claim %s missing: %v", k, claims)
 				}
 			}
-			if len(claims) != 4 {
+			if len(claims) != 5 {
 				t.Errorf("unexpected claims (a token holds no permissions): %v", claims)
 			}
 			me := h.do(req{method: "GET", path: "/api/v1/auth/me", token: lr.Token})

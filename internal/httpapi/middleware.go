@@ -1,16 +1,20 @@
 package httpapi
 
 import (
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/netip"
 	"net/url"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
+
+	"github.com/lcmproject/lcm/internal/metrics"
 
 	"github.com/lcmproject/lcm/internal/domain"
 )
@@ -19,6 +23,8 @@ const (
 	ctxClientIP  = "lcm.client_ip"
 	ctxPrincipal = "lcm.principal"
 	ctxAuthErr   = "lcm.auth_err"
+	// ctxErrCode is the code of the error answer (for access.denied).
+	ctxErrCode = "lcm.err_code"
 )
 
 // recoverPanics turns a panic into a generic 500, logs the stack (never the
@@ -30,10 +36,11 @@ func (s *Server) recoverPanics() gin.HandlerFunc {
 				if v == http.ErrAbortHandler {
 					panic(v)
 				}
-				s.deps.Log.Error("recovered panic", "method", c.Request.Method, "path", c.Request.URL.Path,
+				s.deps.Log.Error("recovered panic", "method", c.Request.Method, "path", logPath(c.Request.URL.Path),
 					"panic", v, "stack", string(debug.Stack()))
 				if s.deps.Health != nil {
 					s.deps.Health.RecordPanic()
+					metrics.Panics.WithLabelValues("http").Inc()
 				}
 				if !c.Writer.Written() {
 					writeError(c, http.StatusInternalServerError, "internal", "internal server error")
@@ -51,7 +58,10 @@ func (s *Server) clientAddress() gin.HandlerFunc {
 	return func(c *gin.Context) {
 		ip := s.deps.ClientAddr(c.Request)
 		c.Set(ctxClientIP, ip)
-		if s.deps.Allowed != nil && !s.deps.Allowed(ip) {
+		// The agent download is exempt: servers fetch it before they are
+		// managed, often from addresses outside the operators' allowlist.
+		exempt := c.Request.Method == http.MethodGet && strings.HasPrefix(c.Request.URL.Path, agentDownloadPrefix)
+		if s.deps.Allowed != nil && !exempt && !s.deps.Allowed(ip) {
 			writeError(c, http.StatusForbidden, "ip_not_allowed", "client address not allowed")
 			return
 		}
@@ -80,7 +90,7 @@ func (s *Server) accessLog() gin.HandlerFunc {
 		c.Next()
 		status := c.Writer.Status()
 		attrs := []any{
-			"method", c.Request.Method, "path", c.Request.URL.Path, "status", status,
+			"method", c.Request.Method, "path", logPath(c.Request.URL.Path), "status", status,
 			"duration_ms", float64(time.Since(start).Microseconds()) / 1000, "ip", clientIP(c).String(),
 			"user", principalOf(c).usernameOrDash(),
 		}
@@ -195,5 +205,35 @@ func (s *Server) enforce(a Access) gin.HandlerFunc {
 			return
 		}
 		c.Next()
+	}
+}
+
+// maxLoggedPath caps the path an access-log line carries: a client that
+// sends a megabyte of path, signed in or not, gets one short line.
+const maxLoggedPath = 256
+
+// logPath is p, cut at maxLoggedPath bytes (on a rune boundary) with its
+// full length noted.
+func logPath(p string) string {
+	if len(p) <= maxLoggedPath {
+		return p
+	}
+	return strings.ToValidUTF8(p[:maxLoggedPath], "") + fmt.Sprintf("…(%d bytes)", len(p))
+}
+
+// observe records every answered request in the metrics: count by method,
+// route template (gin's registered path, so ids do not explode the label
+// set; "unmatched" for the web UI and unknown paths) and status, and the
+// latency.
+func observe() gin.HandlerFunc {
+	return func(c *gin.Context) {
+		start := time.Now()
+		c.Next()
+		route := c.FullPath()
+		if route == "" {
+			route = "unmatched"
+		}
+		metrics.HTTPRequests.WithLabelValues(c.Request.Method, route, strconv.Itoa(c.Writer.Status())).Inc()
+		metrics.HTTPDuration.WithLabelValues(c.Request.Method, route).Observe(time.Since(start).Seconds())
 	}
 }

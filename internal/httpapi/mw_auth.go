@@ -10,6 +10,7 @@ import (
 
 	"github.com/lcmproject/lcm/internal/auth"
 	"github.com/lcmproject/lcm/internal/domain"
+	"github.com/lcmproject/lcm/internal/metrics"
 )
 
 // Cookie and header names of the browser session (docs/api-contract.md).
@@ -37,6 +38,7 @@ func (s *Server) rateLimitAPIKeys() gin.HandlerFunc {
 			return
 		}
 		if !ok {
+			metrics.RateLimited.Inc()
 			setRetryAfter(c, auth.ErrRateLimited(retry))
 			s.respondError(c, auth.ErrRateLimited(retry))
 			return

@@ -68,13 +68,18 @@ func (r Route) OpenAPIPath() string {
 }
 
 // handle registers a route with its access rule. Every route goes through
-// here, so the route table is complete by construction.
+// here, so the route table is complete by construction, and every write
+// route is audited (auditWrite, audit.go).
 func (s *Server) handle(method, path string, a Access, h ...gin.HandlerFunc) {
 	if a.kind == 0 {
 		panic("httpapi: route " + method + " " + path + " registered without an access rule")
 	}
 	s.routes = append(s.routes, Route{Method: method, Path: path, Access: a})
-	chain := append([]gin.HandlerFunc{s.enforce(a)}, h...)
+	chain := []gin.HandlerFunc{s.enforce(a)}
+	if isWrite(method) {
+		chain = []gin.HandlerFunc{s.auditWrite(method, path), s.enforce(a)}
+	}
+	chain = append(chain, h...)
 	s.engine.Handle(method, path, chain...)
 }
 
@@ -86,6 +91,11 @@ func (s *Server) registerRoutes() {
 
 func (s *Server) routesPlatform() {
 	s.handle(http.MethodGet, "/api/v1/health", Public(), s.getHealth)
+	// The same check where load balancers and orchestrators look for it
+	// by default; without these routes the web UI's fallback would answer
+	// them with the app's page and 200 even with the database down.
+	s.handle(http.MethodGet, "/health", Public(), s.getHealth)
+	s.handle(http.MethodGet, "/healthz", Public(), s.getHealth)
 	s.handle(http.MethodGet, "/api/v1/system/info", Public(), s.getSystemInfo)
 	s.handle(http.MethodGet, "/api/v1/openapi.json", Public(), s.getOpenAPI)
 }

@@ -18,6 +18,8 @@ func (s *Server) routesIdentity() {
 	s.handle(http.MethodPost, p+"/auth/2fa/setup", Login().Remediation(), s.setup2FA)
 	s.handle(http.MethodPost, p+"/auth/2fa/enable", Login().Remediation(), s.enable2FA)
 	s.handle(http.MethodPost, p+"/auth/2fa/disable", Login(), s.disable2FA)
+	s.handle(http.MethodGet, p+"/auth/2fa/recovery-codes", Login(), s.getRecoveryCodes)
+	s.handle(http.MethodPost, p+"/auth/2fa/recovery-codes", Login(), s.regenerateRecoveryCodes)
 	s.handle(http.MethodPost, p+"/auth/password-reset", Public(), s.requestPasswordReset)
 	s.handle(http.MethodPost, p+"/auth/password-reset/confirm", Public(), s.confirmPasswordReset)
 	// Users and roles.
@@ -28,6 +30,7 @@ func (s *Server) routesIdentity() {
 	s.handle(http.MethodGet, p+"/users/:id", Need(domain.PermUsersRead), s.getUser)
 	s.handle(http.MethodPatch, p+"/users/:id/profile", Login(), s.updateUserProfile)
 	s.handle(http.MethodPost, p+"/users/:id/reset-password", Login(), s.resetUserPassword)
+	s.handle(http.MethodPost, p+"/users/:id/2fa/reset", Need(domain.PermUsersWrite), s.reset2FA)
 	s.handle(http.MethodPut, p+"/users/:id/roles", Need(domain.PermRolesWrite), s.setUserRoles)
 	s.handle(http.MethodPatch, p+"/users/:id/active", Need(domain.PermUsersWrite), s.setUserActive)
 	s.handle(http.MethodDelete, p+"/users/:id", Need(domain.PermUsersWrite), s.deleteUser)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/lcmproject/lcm/internal/audit"
 	"github.com/lcmproject/lcm/internal/domain"
 	"github.com/lcmproject/lcm/internal/portal"
 	"github.com/lcmproject/lcm/internal/store"
@@ -112,6 +113,7 @@ func (s *Server) createAnnouncement(c *gin.Context) {
 		return
 	}
 	a, err := s.deps.Services.Portal.Create(c.Request.Context(), in)
+	s.note(c, "announcement.create", audit.Target("announcement", a.ID), map[string]any{"title": in.Title, "severity": a.Severity, "active": in.Active})
 	if err != nil {
 		s.respondError(c, err)
 		return
@@ -139,6 +141,7 @@ func (s *Server) updateAnnouncement(c *gin.Context) {
 		return
 	}
 	a, err := s.deps.Services.Portal.Update(c.Request.Context(), c.Param("announcementId"), in)
+	s.note(c, "announcement.update", audit.Target("announcement", c.Param("announcementId")), map[string]any{"title": in.Title, "severity": a.Severity, "active": in.Active})
 	if err != nil {
 		s.respondError(c, err)
 		return
@@ -147,6 +150,7 @@ func (s *Server) updateAnnouncement(c *gin.Context) {
 }
 
 func (s *Server) deleteAnnouncement(c *gin.Context) {
+	s.note(c, "announcement.delete", audit.Target("announcement", c.Param("announcementId")), nil)
 	if err := s.deps.Services.Portal.Delete(c.Request.Context(), c.Param("announcementId")); err != nil {
 		s.respondError(c, err)
 		return

@@ -49,7 +49,7 @@ func TestScheduleRoutes(t *testing.T) {
 		{"unknown task", admin, "PUT", map[string]any{"refresh_everything": map[string]any{"spec": "@daily"}}, 400, "unknown_task"},
 		{"bad spec", admin, "PUT", map[string]any{"refresh_all": map[string]any{"spec": "0 25 * * *"}}, 400, "invalid_spec"},
 		{"not an object", admin, "PUT", []string{"refresh_all"}, 400, ""},
-		{"null", admin, "PUT", "null", 400, "invalid_schedules"},
+		{"null", admin, "PUT", "null", 400, "invalid_request"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := h.do(req{method: c.method, path: "/api/v1/settings/schedules", token: c.token, body: c.body})

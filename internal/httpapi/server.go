@@ -64,7 +64,7 @@ func New(d Deps) *Server {
 	e := s.engine
 	e.HandleMethodNotAllowed = true
 	e.RemoveExtraSlash = false
-	e.Use(s.recoverPanics(), s.clientAddress(), s.accessLog(), securityHeaders(), plainText(), s.rateLimitAPIKeys(), s.authenticate())
+	e.Use(s.recoverPanics(), observe(), s.clientAddress(), s.accessLog(), securityHeaders(), plainText(), s.rateLimitAPIKeys(), s.authenticate())
 	s.registerRoutes()
 	e.NoRoute(s.noRoute)
 	e.NoMethod(func(c *gin.Context) {
