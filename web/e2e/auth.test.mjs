@@ -2,7 +2,7 @@
 // 2FA challenge, the forced 2FA setup for roles that require it, logout.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startApi, launch, uiLogin, totp, sleep, shot } from './helpers.mjs';
+import { startApi, launch, uiLogin, totp, sleep, shot, saveRecoveryCodes } from './helpers.mjs';
 
 async function nextWindow() {
   // TOTP codes are single-use per 30 s window: wait for a fresh one.
@@ -15,6 +15,9 @@ async function setup2fa(page) {
   assert.ok(await page.getByAltText('QR code for the authenticator app').isVisible());
   await page.getByLabel('Enter the 6-digit code the app shows').fill(totp(secret));
   await page.getByRole('button', { name: 'Enable' }).click();
+  // The first recovery codes are shown once before anything else.
+  const codes = await saveRecoveryCodes(page);
+  assert.equal(codes.length, 10);
   return secret;
 }
 

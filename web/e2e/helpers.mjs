@@ -4,6 +4,7 @@
 import { spawn, execFileSync } from 'node:child_process';
 import { createHmac, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
+import { createRequire } from 'node:module';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -47,15 +48,16 @@ export function freePort() {
 /**
  * Starts lcm-api in a temp dir and waits for /api/v1/health.
  * dev: --dev (plain HTTP, 2FA requirement off); otherwise HTTPS with the
- * self-signed certificate.
+ * self-signed certificate. args: more command-line flags (e.g. --demo).
  */
-export async function startApi({ dev = true, config = {} } = {}) {
+export async function startApi({ dev = true, config = {}, args: extra = [] } = {}) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lcm-web-e2e-'));
   const port = await freePort();
   const cfg = { jwt_secret: randomBytes(36).toString('base64url').slice(0, 48), port, agent_port: 0, data_dir: 'data', ...config };
   fs.writeFileSync(path.join(dir, 'config.json'), JSON.stringify(cfg, null, 2), { mode: 0o600 });
   const args = ['-config', path.join(dir, 'config.json')];
   if (dev) args.push('--dev');
+  args.push(...extra);
   const proc = spawn(apiBinary(), args, { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
@@ -128,7 +130,8 @@ export async function apiLogin(api, username, password) {
   return r.json.token;
 }
 
-export async function launch() {
+/** Starts chromium; args adds flags (e.g. a fake microphone for dictation). */
+export async function launch({ args: extra = [] } = {}) {
   const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'lcm-chromium-'));
   const ctx = await chromium.launchPersistentContext(userDataDir, {
     executablePath: CHROMIUM,
@@ -136,7 +139,7 @@ export async function launch() {
     ignoreHTTPSErrors: true,
     viewport: { width: 1360, height: 860 },
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync'],
+      '--disable-component-update', '--disable-sync', ...extra],
   });
   ctx.setDefaultTimeout(15000);
   const page = ctx.pages()[0] ?? (await ctx.newPage());
@@ -162,6 +165,20 @@ export async function uiLogin(page, base, username, password, totpSecret) {
     await page.getByLabel('Authentication code').fill(totp(totpSecret));
     await page.getByRole('button', { name: 'Verify' }).click();
   }
+}
+
+/**
+ * Reads the recovery codes shown once after enabling 2FA (or regenerating),
+ * confirms they are saved and continues. Returns the codes.
+ */
+export async function saveRecoveryCodes(page) {
+  const list = page.getByTestId('recovery-codes');
+  await list.waitFor();
+  const codes = (await list.getByTestId('recovery-code').allTextContents()).map((c) => c.trim());
+  await page.getByLabel('I have saved these recovery codes').check();
+  await list.getByRole('button', { name: 'Continue' }).click();
+  await list.waitFor({ state: 'detached' });
+  return codes;
 }
 
 export async function shot(page, name) {
@@ -213,3 +230,50 @@ export function requireOrSkip(t, cond, why) {
   t.skip(why);
   return false;
 }
+
+// Accessibility: axe-core (a devDependency, never shipped) run inside the
+// page. The source is evaluated over the DevTools protocol, which the app's
+// Content-Security-Policy (no inline scripts) does not apply to.
+const require = createRequire(import.meta.url);
+let axeSource = '';
+
+/** The rule sets every page is held to: WCAG 2.0/2.1/2.2 A and AA, plus axe's best practices. */
+export const AXE_TAGS = ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'wcag22aa', 'best-practice'];
+
+/**
+ * Runs axe on the page (or on `include`, a CSS selector) and returns the
+ * violations as {id, impact, help, nodes: [{target, summary}]}.
+ * `disable` lists rule ids to leave out; say why wherever it is used.
+ */
+export async function axeViolations(page, { include, disable = [] } = {}) {
+  if (!axeSource) axeSource = fs.readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
+  if (!(await page.evaluate(() => typeof window.axe === 'object'))) await page.evaluate(axeSource);
+  return page.evaluate(async ({ include, tags, disable }) => {
+    const rules = Object.fromEntries(disable.map((id) => [id, { enabled: false }]));
+    const r = await window.axe.run(include ?? document, { runOnly: { type: 'tag', values: tags }, rules, resultTypes: ['violations'] });
+    return r.violations.map((v) => ({
+      id: v.id, impact: v.impact, help: v.help,
+      nodes: v.nodes.map((n) => ({ target: n.target.join(' '), summary: (n.failureSummary ?? '').replace(/\s+/g, ' ').trim() })),
+    }));
+  }, { include, tags: AXE_TAGS, disable });
+}
+
+/** Formats axe violations one node per line: id [impact] target: summary. */
+export function formatAxe(violations) {
+  return violations.flatMap((v) => v.nodes.map((n) => `  ${v.id} [${v.impact}] ${n.target}: ${n.summary || v.help}`)).join('\n');
+}
+
+/**
+ * Fails when axe finds any violation of any impact on the page; the message
+ * lists each one (rule id, impact, element, what to fix). Use it in every
+ * browser test that shows a new page or state:
+ *   await expectNoAxeViolations(page, 'servers (dark)');
+ */
+export async function expectNoAxeViolations(page, label, opts = {}) {
+  const v = await axeViolations(page, opts);
+  if (v.length) {
+    const n = v.reduce((a, x) => a + x.nodes.length, 0);
+    throw new Error(`${label}: ${n} accessibility violation(s) (axe-core ${await page.evaluate(() => window.axe.version)}):\n${formatAxe(v)}`);
+  }
+}
+

@@ -143,7 +143,7 @@ test('job console stays responsive with 50 MiB of output', async () => {
   const line = 'Unpacking linux-image-6.1.0-28-amd64 (6.1.119-1) ... [################################............] 73 %\n';
   const chunk = line.repeat(Math.floor(65536 / line.length));
   const n = Math.ceil((50 * 2 ** 20) / chunk.length);
-  const job = { job_id: 'big', job_name: 'upgrade_all', server_id: 's-1', server_name: 'web-00002', status: 'success', created_by: 'admin', created_at: new Date(Date.now() - 600e3).toISOString(), started_at: new Date(Date.now() - 600e3).toISOString(), finished_at: new Date().toISOString(), exit_code: 0, error: '', output_bytes: n * chunk.length };
+  const job = { job_id: 'big', kind: 'package-action', job_name: 'Upgrade all packages', server_id: 's-1', server_name: 'web-00002', status: 'success', created_by: 'admin', created_at: new Date(Date.now() - 600e3).toISOString(), started_at: new Date(Date.now() - 600e3).toISOString(), finished_at: new Date().toISOString(), exit_code: 0, error: '', output_bytes: n * chunk.length };
   const body = sseBody(job, Array(n).fill(chunk));
   const page = await fresh({
     ...fleetFixtures(makeServers(5)),
@@ -212,7 +212,7 @@ test('password-policy errors are shown in words', async () => {
 test('screenshots of the main pages', async () => {
   const servers = makeServers(240);
   const fx = fleetFixtures(servers);
-  const job = { job_id: 'j-demo', job_name: 'upgrade_security', server_id: 's-3', server_name: servers[3].name, status: 'success', created_by: 'admin', created_at: new Date(Date.now() - 50e3).toISOString(), started_at: new Date(Date.now() - 48e3).toISOString(), finished_at: new Date().toISOString(), exit_code: 0, error: '', output_bytes: aptOutput.length };
+  const job = { job_id: 'j-demo', kind: 'upgrade-security', job_name: 'Install security updates', server_id: 's-3', server_name: servers[3].name, status: 'success', created_by: 'admin', created_at: new Date(Date.now() - 50e3).toISOString(), started_at: new Date(Date.now() - 48e3).toISOString(), finished_at: new Date().toISOString(), exit_code: 0, error: '', output_bytes: aptOutput.length };
   fx['GET /api/v1/jobs/j-demo'] = job;
   fx['GET /api/v1/jobs/j-demo/stream'] = { status: 200, contentType: 'text/event-stream', body: sseBody(job, aptOutput.match(/[^\n]*\n/g)) };
   fx['GET /api/v1/announcements/visible'] = [{ id: 'a1', title: 'Maintenance window Saturday 06:00–08:00 UTC: the LCM host will be updated.', body: 'Jobs started during the window are queued.', severity: 'info', startsAt: null, endsAt: null, updatedAt: '2026-05-01T00:00:00Z' }];
@@ -226,7 +226,7 @@ test('screenshots of the main pages', async () => {
   const page = await fresh(fx);
   await page.goto(`${api.base}/#/`);
   await page.getByTestId('count-green').filter({ hasText: /\d/ }).waitFor();
-  await page.getByRole('link', { name: /Upgrade security/ }).first().waitFor();
+  await page.getByRole('link', { name: /Install security updates/ }).first().waitFor();
   await shot(page, 'dashboard');
   await page.goto(`${api.base}/#/servers/s-3`);
   await page.getByRole('heading', { name: servers[3].name }).waitFor();

@@ -4,8 +4,10 @@
 
 import { describe } from './errors';
 import type {
-  Announcement, ApiKey, ApiKeyScope, AuditEntry, Group, Job, JobStarted, LoginResult, Page, ProbeResult,
-  Role, SecuritySettings, Server, SshOutput, StorageHistory, StorageVolumes, SystemInfo, TwoFactorSetup, User,
+  AgentToken,
+  Announcement, ApiKey, ApiKeyScope, AuditEntry, BulkAction, BulkRun, Group, Job, JobStarted, LoginResult, Page, ProbeResult,
+  RecoveryCodes, Role, SecuritySettings, Server, SshOutput, StorageHistory, StorageVolumes, SystemInfo, TwoFactorSetup, User,
+  FirewallRule, FirewallState, HardeningOverview, IPAllowlist,
 } from './types';
 
 export class ApiError extends Error {
@@ -113,11 +115,16 @@ export const api = {
   // Authentication
   login: (username: string, password: string) => post<LoginResult>(`${V}/auth/login`, { username, password }, { quiet401: true }),
   login2fa: (challenge: string, code: string) => post<LoginResult>(`${V}/auth/login/2fa`, { challenge, code }, { quiet401: true }),
+  login2faRecovery: (challenge: string, recovery_code: string) =>
+    post<LoginResult>(`${V}/auth/login/2fa`, { challenge, recovery_code }, { quiet401: true }),
   logout: () => post<void>(`${V}/auth/logout`, undefined, { quiet401: true }),
   me: (quiet = false) => get<User>(`${V}/auth/me`, { quiet401: quiet }),
   setup2fa: () => post<TwoFactorSetup>(`${V}/auth/2fa/setup`),
-  enable2fa: (code: string) => post<User>(`${V}/auth/2fa/enable`, { code }),
-  disable2fa: (code: string) => post<User>(`${V}/auth/2fa/disable`, { code }),
+  enable2fa: (code: string) => post<User & { recovery_codes: string[] }>(`${V}/auth/2fa/enable`, { code }),
+  disable2fa: (f: { code?: string; recovery_code?: string }) => post<User>(`${V}/auth/2fa/disable`, f),
+  recoveryCodes: () => get<RecoveryCodes>(`${V}/auth/2fa/recovery-codes`),
+  regenerateRecoveryCodes: (proof: { password?: string; code?: string }) => post<RecoveryCodes>(`${V}/auth/2fa/recovery-codes`, proof),
+  reset2fa: (id: string) => post<User>(`${V}/users/${enc(id)}/2fa/reset`),
   requestReset: (username_or_email: string) => post<void>(`${V}/auth/password-reset`, { username_or_email }, { quiet401: true }),
   confirmReset: (token: string, password: string) => post<void>(`${V}/auth/password-reset/confirm`, { token, password }, { quiet401: true }),
   activate: (token: string, password: string) => post<void>(`${V}/users/activation-links/consume`, { token, password }, { quiet401: true }),
@@ -155,9 +162,31 @@ export const api = {
     name: string; host: string; port: number; username: string; auth: 'key' | 'password';
     private_key?: string; password?: string; host_key: string; group_ids?: string[]; segment?: string;
   }) => post<JobStarted>(`${V}/servers/join`, b),
+  createAgentServer: (b: { name: string; group_ids?: string[]; segment?: string }) => post<Server>(`${V}/servers/agent`, b),
+  agentToken: (id: string) => post<AgentToken>(`${V}/servers/${enc(id)}/agent-token`),
   serverSettings: (id: string, b: { name?: string; port?: number; segment?: string }) => patch<Server>(`${V}/servers/${enc(id)}/settings`, b),
   serverAction: (id: string, action: ServerAction) => post<JobStarted>(`${V}/servers/${enc(id)}/${serverActionPath[action]}`),
-  decommission: (id: string) => post<void>(`${V}/servers/${enc(id)}/decommission`),
+  // A joined server is decommissioned by a job (its id); one that never joined is deleted at once (nothing).
+  decommission: (id: string) => post<JobStarted | undefined>(`${V}/servers/${enc(id)}/decommission`),
+  /** SSH hardening (proven with sshd -T and a fresh key login, else rolled back). */
+  hardenSSH: (id: string, fixMainConfig = false) => post<JobStarted>(`${V}/servers/${enc(id)}/harden-ssh`, { fix_main_config: fixMainConfig }),
+  unhardenSSH: (id: string) => post<JobStarted>(`${V}/servers/${enc(id)}/unharden-ssh`),
+  /** The firewall and listening ports as last read back. */
+  firewall: (id: string) => get<FirewallState>(`${V}/servers/${enc(id)}/firewall`),
+  /** A firewall job: status, enable (LCM's own access first, proven by a fresh login), disable, add, remove. */
+  firewallOp: (id: string, op: 'status' | 'enable' | 'disable' | 'add' | 'remove', rules?: (FirewallRule & { allowlist_id?: string })[]) =>
+    post<JobStarted>(`${V}/servers/${enc(id)}/firewall`, rules ? { op, rules } : { op }),
+  scanListeningPorts: (id: string) => post<JobStarted>(`${V}/servers/${enc(id)}/listening-ports/scan`),
+  ipAllowlists: () => get<{ items: IPAllowlist[] }>(`${V}/ip-allowlists`),
+  adminIPAllowlists: () => get<{ items: IPAllowlist[] }>(`${V}/settings/ip-allowlists`),
+  createIPAllowlist: (b: { name: string; description: string; entries: string[] }) => post<IPAllowlist>(`${V}/settings/ip-allowlists`, b),
+  deleteIPAllowlist: (id: string) => del<void>(`${V}/settings/ip-allowlists/${enc(id)}`),
+  hardeningOverview: () => get<HardeningOverview>(`${V}/fleet/hardening`),
+  sshRootLogin: (id: string, enabled: boolean) => post<JobStarted>(`${V}/servers/${enc(id)}/ssh-root-login`, { enabled }),
+  /** Moves sshd to another port (the stored port changes only after a fresh login on it). */
+  sshPort: (id: string, port: number) => post<JobStarted>(`${V}/servers/${enc(id)}/ssh-port`, { port }),
+  /** Switches the management user's sudo (proven over a fresh connection, else full mode is restored). */
+  restrictSudo: (id: string, mode: 'restricted' | 'full') => post<JobStarted>(`${V}/servers/${enc(id)}/restrict-sudo`, { mode }),
   activeJob: (id: string) => get<Job>(`${V}/servers/${enc(id)}/active-job`),
   serverPart: (id: string, part: 'hardware' | 'packages' | 'outdated-packages') => get<unknown>(`${V}/servers/${enc(id)}/${part}`),
   storageHistory: (id: string, mount = '/', signal?: AbortSignal) =>
@@ -185,6 +214,11 @@ export const api = {
   jobOutput: (id: string, offset: number) => get<SshOutput>(`${V}/jobs/${enc(id)}/ssh-output${qs({ offset })}`),
   jobStreamUrl: (id: string) => `${V}/jobs/${enc(id)}/stream`,
   abortJob: (id: string) => post<Job>(`${V}/jobs/${enc(id)}/abort`),
+  /** One job per server of a selection, a group or all servers the caller may manage. */
+  bulk: (b: { action: BulkAction; server_ids?: string[]; group_id?: string; all?: boolean }) => post<BulkRun>(`${V}/jobs/bulk`, b),
+  bulkRun: (id: string) => get<BulkRun>(`${V}/jobs/bulk/${enc(id)}`),
+  /** "Update all": security updates on every server the caller may manage (one run at a time). */
+  updateAll: () => post<BulkRun>(`${V}/security/update-all`),
 
   // Portal messages
   visibleAnnouncements: () => get<Announcement[]>(`${V}/announcements/visible`, { quiet401: true }),

@@ -26,6 +26,7 @@ const codeMessages: Record<string, string> = {
   mcp_key_rejected: 'MCP keys cannot be used here.',
   invalid_credentials: 'The user name or password is wrong.',
   invalid_code: 'The code is wrong or has expired. Use the current code from your authenticator app.',
+  invalid_recovery_code: 'The recovery code is wrong or was already used. Each code works only once.',
   invalid_request: 'The request was not valid.',
   server_busy: 'Another job is already running on this server.',
   rate_limited: 'Too many requests. Wait a moment and try again.',

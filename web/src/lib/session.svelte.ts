@@ -9,6 +9,8 @@ export const session = $state({
   user: null as User | null,
   checked: false,
   notice: '',
+  /** Recovery codes left after a sign-in with one (null otherwise): the shell warns. */
+  recoveryLeft: null as number | null,
 });
 
 export function can(permission: string): boolean {
@@ -55,6 +57,7 @@ export async function logout(): Promise<void> {
     /* signed out either way */
   }
   session.user = null;
+  session.recoveryLeft = null;
   session.notice = 'You have been signed out.';
   navigate('/login');
 }

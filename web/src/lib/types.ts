@@ -23,6 +23,17 @@ export interface LoginResult {
   user?: User;
   two_factor_required?: boolean;
   challenge?: string;
+  /** Present only when a recovery code completed the login. */
+  recovery_codes_remaining?: number;
+}
+
+/** The caller's 2FA recovery codes; `recovery_codes` only right after a regeneration. */
+export interface RecoveryCodes {
+  remaining: number;
+  total: number;
+  low: boolean;
+  generated_at: string | null;
+  recovery_codes?: string[];
 }
 
 export interface TwoFactorSetup {
@@ -70,7 +81,7 @@ export interface AuditEntry {
   details: unknown;
 }
 
-export type ServerStatus = 'green' | 'yellow' | 'red' | 'unreachable' | 'unknown';
+export type ServerStatus = 'excellent' | 'green' | 'yellow' | 'red' | 'unreachable' | 'unknown';
 
 export interface Insight {
   level: 'red' | 'yellow' | 'info';
@@ -97,11 +108,49 @@ export interface Server {
   updates_available: number;
   security_updates: number;
   ssh_hardened: boolean;
+  /** When ssh_hardened was last proven on the server (sshd -T read back). */
+  ssh_hardened_at?: string | null;
+  /** sshd's effective PermitRootLogin for root as last proven ("" never). */
+  root_login?: string;
+  root_login_at?: string | null;
+  /** The sshd -T lines of the last SSH proof. */
+  ssh_proof?: string[];
+  sudo_mode?: 'full' | 'restricted';
+  sudo_mode_at?: string | null;
+  /** The host firewall as last read back (feeds the excellent state). */
+  firewall_active?: boolean;
+  firewall_tool?: string;
+  firewall_at?: string | null;
   host_key_fingerprint: string;
   joined: boolean;
   last_seen_at: string | null;
   created_at: string;
+  /** lcm-agent state of a server with transport "agent". */
+  agent?: AgentState;
   active_job_id: string | null;
+}
+
+export interface AgentState {
+  agent_id: string;
+  connected: boolean;
+  /** Connected and heard from within the last 90 s. */
+  online: boolean;
+  last_seen_at: string | null;
+  version: string;
+  hostname: string;
+  token_issued_at: string | null;
+}
+
+/** POST /servers/{id}/agent-token: shown once. */
+export interface AgentToken {
+  server_id: string;
+  agent_id: string;
+  token: string;
+  gateway_url: string;
+  /** Install command per architecture (amd64, arm64). */
+  install: Record<string, string>;
+  checksums: Record<string, string>;
+  issued_at: string;
 }
 
 export interface ProbeResult {
@@ -115,7 +164,10 @@ export interface ProbeResult {
 export interface JobStarted {
   status: string;
   job_id: string;
+  /** Human name after what was clicked ("Refresh inventory"). */
   job_name: string;
+  /** Machine kind ("package-action"); the history's job_name filter takes it. */
+  kind?: string;
   server?: Server;
 }
 
@@ -124,6 +176,7 @@ export type JobStatus = 'pending' | 'started' | 'running' | 'success' | 'failed'
 export interface Job {
   job_id: string;
   job_name: string;
+  kind?: string;
   server_id: string;
   server_name: string;
   status: JobStatus;
@@ -210,3 +263,99 @@ export interface Announcement {
 }
 
 export const TERMINAL_JOB_STATES: JobStatus[] = ['success', 'failed', 'aborted', 'blocked'];
+
+/** GET /servers/:id/hardware: the facts of the last inventory (internal/facts). */
+export interface Hardware {
+  facts: {
+    os?: { id?: string; name?: string; pretty_name?: string; version_id?: string; codename?: string };
+    kernel?: string;
+    arch?: string;
+    hostname?: string;
+    uptime_seconds?: number;
+    virtualization?: { role?: string; type?: string; source?: string };
+    cpu?: { model?: string; sockets?: number; cores?: number; threads?: number };
+    memory?: { total_bytes?: number; available_bytes?: number; swap_total_bytes?: number; swap_free_bytes?: number };
+    filesystems?: { device: string; type: string; mount_point: string; size_bytes: number; used_bytes: number; avail_bytes: number; network?: boolean }[] | null;
+    addresses?: { interface: string; family: string; address: string; prefix_len: number; scope: string }[] | null;
+    reboot?: { required?: boolean; reason?: string; packages?: string[]; newest_kernel?: string };
+    package_manager?: string;
+    warnings?: string[];
+  };
+  package_manager: string;
+  packages: number;
+  updates: number;
+  security_updates: number;
+  collected_at: string;
+}
+
+/** Actions a bulk run can start on many servers (POST /jobs/bulk). */
+export type BulkAction = 'refresh' | 'connectivity-check' | 'upgrade-security' | 'upgrade-all' | 'refresh-lists' | 'autoremove' | 'kernel-cleanup';
+
+export interface BulkItem {
+  server_id: string;
+  server_name: string;
+  job_id: string | null;
+  status: JobStatus | null;
+  refused: { code: string; reason: string } | null;
+}
+
+export interface BulkRun {
+  bulk_id: string;
+  action: string;
+  kind: string;
+  target: 'servers' | 'group' | 'all';
+  group_id: string | null;
+  created_at: string;
+  progress: { total: number; jobs: number; refused: number; done: boolean; counts: Record<string, number> };
+  items: BulkItem[];
+}
+
+/** A firewall rule (issue 13): a port or range, a protocol, an optional source. */
+export interface FirewallRule {
+  port: number;
+  port_end?: number;
+  proto: 'tcp' | 'udp' | 'any';
+  source?: string;
+  comment?: string;
+}
+
+/** A listening socket of the last scan, with what the firewall makes of it. */
+export interface ListeningSocket {
+  proto: 'tcp' | 'udp';
+  address: string;
+  port: number;
+  process?: string;
+  pid?: number;
+  public: boolean;
+  open?: 'world' | 'restricted' | 'blocked' | 'local';
+}
+
+/** GET /servers/{id}/firewall: the firewall and ports as last read back. */
+export interface FirewallState {
+  tool: string;
+  active: boolean;
+  rules: FirewallRule[];
+  checked_at: string | null;
+  ports: ListeningSocket[];
+  scanned_at: string | null;
+}
+
+export interface IPAllowlist {
+  id: string;
+  name: string;
+  description: string;
+  entries: string[];
+  created_at: string;
+  updated_at: string;
+}
+
+export interface HardeningCounts {
+  total: number;
+  ssh_hardened: number;
+  sudo_restricted: number;
+  firewall_active: number;
+}
+
+export interface HardeningOverview extends HardeningCounts {
+  groups: (HardeningCounts & { group_id: string; group_name: string })[];
+}
