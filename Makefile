@@ -9,10 +9,11 @@ COMMIT := $(shell git rev-parse --short=7 HEAD 2>/dev/null || echo unknown)$(she
 BUILD_TIME := $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 PKG := github.com/lcmproject/lcm/internal/version
 LDFLAGS := -s -w -X $(PKG).semver=$(VERSION) -X $(PKG).build=$(BUILD_NUMBER) -X $(PKG).commit=$(COMMIT) -X $(PKG).buildTime=$(BUILD_TIME)
-BINARIES := api worker scanner agentgw agent fleetsim
+BINARIES := api worker scanner agentgw agent fleetsim helper
+AGENT_ARCHES := amd64 arm64
 RUN_ARGS ?=
 
-.PHONY: all build web run test test-go test-web bench testhosts-up testhosts-down lint clean
+.PHONY: all build web packages run test test-go test-web bench bench-agents fuzz testhosts-up testhosts-down lint clean
 
 all: build
 
@@ -28,6 +29,15 @@ build: $(if $(wildcard web/package.json),web)
 	for b in $(BINARIES); do \
 	  if [ -d cmd/$$b ]; then CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/lcm-$$b ./cmd/$$b || exit 1; fi; \
 	done
+	# The agent binaries lcm-api serves at /api/v1/agent/download/{arch}.
+	for arch in $(AGENT_ARCHES); do \
+	  CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/lcm-agent-linux-$$arch ./cmd/agent || exit 1; \
+	done
+
+# Debian packages lcm, lcm-worker, lcm-agent of VERSION into dist/
+# (docs/packages-deb.md), for the architecture the binaries were built for.
+packages: build
+	$(GO) run ./cmd/release packages -version $(VERSION) -arch $$($(GO) env GOARCH) -out dist
 
 # All-in-one: embedded NATS, embedded SQLite, config.json and data/ in bin/.
 run: build
@@ -38,8 +48,17 @@ run: build
 test:
 	bash scripts/test.sh
 
+# Every fuzz target for FUZZTIME each (the suite runs 3000 executions of each).
+fuzz:
+	bash scripts/fuzz.sh $(or $(FUZZTIME),1m)
+
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./...
+
+# The agent gateway budgets: 10,000 simulated agents on one lcm-agentgw
+# (RSS, round trip) and upgrade-security on 1,000 agents (docs/benchmarks.md).
+bench-agents:
+	bash scripts/bench-agents.sh $(or $(AGENTS),10000)
 
 testhosts-up:
 	bash deploy/testhosts/testhosts.sh up 3
@@ -52,4 +71,4 @@ lint:
 	$(GO) vet ./...
 
 clean:
-	rm -rf bin web/dist/assets web/dist/index.html
+	rm -rf bin dist web/dist/assets web/dist/index.html

@@ -15,7 +15,8 @@ log() { printf '\n=== %s ===\n' "$*"; }
 # them, ffmpeg/espeak-ng/pocketsphinx for speech, dig/named-checkzone for
 # DNS, an SMTP sink, chromium for the UI, ansible for the comparison bench.
 packages=(openssh-server openssh-client sudo debootstrap debian-archive-keyring util-linux iproute2 procps
-  ffmpeg espeak-ng pocketsphinx pocketsphinx-en-us dnsutils bind9-utils python3-aiosmtpd chromium ansible)
+  ffmpeg espeak-ng pocketsphinx pocketsphinx-en-us dnsutils bind9-utils python3-aiosmtpd chromium ansible
+  docker-registry skopeo podman runc buildah podman-compose)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -36,7 +37,10 @@ if pgrep -x sshd >/dev/null && ss -ltn | grep -qE '(0\.0\.0\.0|\*):22 '; then
 fi
 
 log "Debian test hosts"
-bash deploy/testhosts/testhosts.sh up 6
+bash deploy/testhosts/testhosts.sh up 15
+# Host 16 runs in its own network namespace (198.18.16.2): the firewall
+# tests (internal/firewall) switch ufw and nftables on there.
+bash deploy/testhosts/testhosts.sh up-netns 16
 eval "$(bash deploy/testhosts/testhosts.sh env)"
 
 log "build"
@@ -57,7 +61,12 @@ go test -p 2 -count=1 -timeout 20m ./... 2>&1 | tee /tmp/lcm-go-test.log
 status=${PIPESTATUS[0]}
 if [[ $status -ne 0 ]]; then exit "$status"; fi
 
+log "fuzz targets, briefly"
+bash scripts/fuzz.sh 3000x
+
 if [[ -f web/package.json ]]; then
+  log "svelte-check"
+  (cd web && npm run -s check)
   log "browser tests"
   (cd web && npm run test:e2e)
 fi

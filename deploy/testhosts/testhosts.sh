@@ -7,9 +7,15 @@
 # all loopback on Linux, so every host gets its own address without any
 # network setup. See docs/testing.md, section "Debian test hosts".
 #
-# Usage: testhosts.sh up [N] | down | status | env | reset I
+# Usage: testhosts.sh up [N] | up-netns I | down | status | env | reset I
 #
 # Host I (1-based) has hostname lcm-test-I and address 127.0.0.(I+1):22.
+#
+# up-netns I starts host I in its OWN network namespace (lcm-test-I) instead:
+# a veth pair lcmvI (machine side, 198.18.I.1/24) <-> eth0 (host side,
+# 198.18.I.2/24), sshd on 198.18.I.2:22, ufw, nftables and iptables
+# installed. Firewall tests run there: what they change never reaches the
+# machine's own firewall. The choice is kept (hosts/I/netns) across reset.
 #
 # Environment:
 #   LCM_TESTHOSTS_CACHE  cache and state directory (default /var/cache/lcm-testhosts)
@@ -41,8 +47,46 @@ die() {
 	exit 1
 }
 
-addr_of() { printf '127.0.0.%d' "$(($1 + 1))"; }
 hostdir_of() { printf '%s/%d' "$HOSTS_DIR" "$1"; }
+# is_netns I: host I runs in its own network namespace (up-netns).
+is_netns() { [[ -f $(hostdir_of "$1")/netns ]]; }
+addr_of() {
+	if is_netns "$1"; then
+		printf '198.18.%d.2' "$1"
+	else
+		printf '127.0.0.%d' "$(($1 + 1))"
+	fi
+}
+netns_of() { printf 'lcm-test-%d' "$1"; }
+# Packages a netns host gets on top of the base: the firewall tools.
+readonly NETNS_PACKAGES="ufw nftables iptables iproute2"
+
+# ensure_netns I creates host I's network namespace and veth pair (idempotent).
+ensure_netns() {
+	local i=$1 ns veth
+	ns=$(netns_of "$i")
+	veth=lcmv$i
+	command -v ip >/dev/null 2>&1 || die "up-netns needs ip (iproute2)"
+	((i >= 1 && i <= 254)) || die "up-netns: I must be 1..254"
+	if [[ ! -e /run/netns/$ns ]]; then
+		ip netns add "$ns"
+	fi
+	if ! ip link show "$veth" >/dev/null 2>&1; then
+		ip link add "$veth" type veth peer name eth0 netns "$ns"
+	fi
+	ip addr replace "198.18.$i.1/24" dev "$veth"
+	ip link set "$veth" up
+	ip -n "$ns" addr replace "198.18.$i.2/24" dev eth0
+	ip -n "$ns" link set eth0 up
+	ip -n "$ns" link set lo up
+}
+
+# drop_netns I removes host I's namespace and veth pair.
+drop_netns() {
+	local i=$1
+	ip link del "lcmv$i" 2>/dev/null || true
+	ip netns del "$(netns_of "$i")" 2>/dev/null || true
+}
 
 require_root() {
 	[[ $(id -u) -eq 0 ]] || die "must run as root (mounts, namespaces, chroot)"
@@ -209,6 +253,8 @@ host_up() {
 # 0.0.0.0:22 would receive every connection meant for the test hosts.
 check_port_free() {
 	local i=$1 addr listeners
+	# A netns host has its own port 22: nothing of the machine's can take it.
+	is_netns "$i" && return 0
 	addr=$(addr_of "$i")
 	listeners=$(ss -Hltnp 'sport = :22' 2>/dev/null || true)
 	if grep -Eq '(^|[[:space:]])(0\.0\.0\.0|\*):22[[:space:]]' <<<"$listeners"; then
@@ -228,13 +274,22 @@ start_host() {
 	mkdir -p "$dir/upper" "$dir/work" "$dir/root"
 	ensure_host_keys "$i"
 	check_port_free "$i"
+	# A netns host gets a fresh namespace at every start: whatever firewall
+	# a test left in the kernel is gone with the old one.
+	if is_netns "$i"; then
+		drop_netns "$i"
+		ensure_netns "$i"
+	fi
 	# setsid: detach from the caller's session so a Ctrl-C or a finished
 	# "go test" does not take the host down. --kill-child: if unshare is
 	# killed, its child (PID 1 of the host) gets SIGTERM and cleans up.
 	setsid unshare --mount --uts --pid --fork --kill-child=TERM --propagation private \
 		bash "$SELF" _inner "$i" </dev/null >>"$dir/sshd.log" 2>&1 9>&- &
 	echo "$!" >"$dir/pid"
+	# A netns host installs its firewall tools on the first start after a
+	# reset (from the mirror, before sshd moves into the namespace).
 	local deadline=$((SECONDS + 30))
+	is_netns "$i" && deadline=$((SECONDS + 300))
 	local started=$!
 	until ssh_banner "$addr"; do
 		# kill -0, not host_pid: right after the fork the child may not have
@@ -243,7 +298,7 @@ start_host() {
 			tail -n 20 "$dir/sshd.log" >&2 || true
 			die "host $i exited during start, see $dir/sshd.log"
 		fi
-		((SECONDS < deadline)) || die "host $i: no ssh on $addr:22 after 30 s, see $dir/sshd.log"
+		((SECONDS < deadline)) || die "host $i: no ssh on $addr:22 in time, see $dir/sshd.log"
 		sleep 0.1
 	done
 }
@@ -338,6 +393,36 @@ cmd_up() {
 	log "all $n hosts up in $(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }') s; eval \"\$($SELF env)\" to use them"
 }
 
+# up-netns I: host I in its own network namespace (see the header).
+cmd_up_netns() {
+	local i=${1:-} count
+	if ! [[ $i =~ ^[0-9]+$ ]] || ((i < 1 || i > 250)); then
+		die "up-netns: I must be 1..250, got '$i'"
+	fi
+	require_root
+	require_tools
+	command -v nsenter >/dev/null 2>&1 || die "up-netns needs nsenter (util-linux)"
+	take_lock
+	build_base
+	ensure_credentials
+	mkdir -p "$(hostdir_of "$i")"
+	if ! is_netns "$i"; then
+		# A host that ran on the loopback before is restarted in its namespace.
+		stop_host "$i"
+		touch "$(hostdir_of "$i")/netns"
+	fi
+	if host_up "$i"; then
+		log "host $i (lcm-test-$i, $(addr_of "$i"):22, netns $(netns_of "$i")) already up"
+	else
+		stop_host "$i"
+		start_host "$i"
+		log "host $i (lcm-test-$i, $(addr_of "$i"):22, netns $(netns_of "$i")) up"
+	fi
+	count=$(current_count)
+	((count > i)) || count=$i
+	write_env "$count"
+}
+
 cmd_down() {
 	require_root
 	take_lock
@@ -347,6 +432,7 @@ cmd_down() {
 		i=$(basename "$d")
 		[[ $i =~ ^[0-9]+$ ]] || continue
 		stop_host "$i"
+		is_netns "$i" && drop_netns "$i"
 		log "host $i stopped"
 	done
 	rm -f "$COUNT_FILE" "$ENV_FILE"
@@ -500,10 +586,28 @@ cmd_inner() {
 	mount -t tmpfs -o mode=755,nosuid,nodev tmpfs "$root/run"
 	mkdir -p "$root/run/sshd" "$root/run/lock"
 	provision "$i" "$root" "$dir"
+	local netns=()
+	if is_netns "$i"; then
+		# Installed while still in the machine's network namespace (the
+		# mirror is reachable only there); policy-rc.d keeps every service
+		# from starting and no firewall command runs here. sshd, and with
+		# it every session and every ufw/nft a test runs, then lives in the
+		# host's own namespace.
+		local p missing=()
+		for p in $NETNS_PACKAGES; do
+			chroot "$root" dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")
+		done
+		if ((${#missing[@]} > 0)); then
+			log "installing ${missing[*]} into lcm-test-$i"
+			DEBIAN_FRONTEND=noninteractive chroot "$root" apt-get install -y -q --no-install-recommends "${missing[@]}"
+			chroot "$root" apt-get clean
+		fi
+		netns=(nsenter "--net=/run/netns/$(netns_of "$i")")
+	fi
 	chroot "$root" /usr/sbin/sshd -t
 
 	log "$(date -u +%FT%TZ) starting sshd of lcm-test-$i on $(addr_of "$i"):22"
-	chroot "$root" /usr/sbin/sshd -D -e &
+	"${netns[@]}" chroot "$root" /usr/sbin/sshd -D -e &
 	sshd_pid=$!
 	trap 'kill -TERM "$sshd_pid" 2>/dev/null || true' TERM INT HUP
 	# wait returns early when a trapped signal arrives; loop until sshd is gone.
@@ -526,6 +630,7 @@ main() {
 	shift || true
 	case $cmd in
 	up) cmd_up "$@" ;;
+	up-netns) cmd_up_netns "$@" ;;
 	down) cmd_down ;;
 	status) cmd_status ;;
 	env) cmd_env ;;
