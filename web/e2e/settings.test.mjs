@@ -136,7 +136,7 @@ test('settings: mail server (system mail channel: password encrypted, masked, ne
     assert.ok(tests.length >= 2, 'each test mail is audited');
 
     // Schedules.
-    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Schedules' }).click();
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Schedules', exact: true }).click();
     const row = page.locator('tr[data-task="refresh_all"]');
     await row.waitFor();
     await row.getByRole('textbox').fill('0 4 * * *');
