@@ -108,6 +108,8 @@ func run(c Command, stdin io.Reader, stdout, stderr io.Writer) error {
 		return writeSudoers(path, content, stdout, stderr)
 	case OpLinuxUser:
 		return linuxUser(c.Action, c.Arg, stdin, stdout, stderr)
+	case OpLinuxUserScan:
+		return linuxUserScan(stdout, stderr)
 	}
 	return refuse("unknown subcommand")
 }

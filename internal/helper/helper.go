@@ -25,8 +25,9 @@ import (
 //
 // History: 1 sudo-mode, sshd-*, sudoers-profile; 2 (linux-user) adds
 // linux-user, sudoers-profile leaves an unchanged file alone and accepts
-// sudoedit and run-as rules as internal/privilege renders them.
-const Protocol = "2"
+// sudoedit and run-as rules as internal/privilege renders them; 3 adds
+// linux-user-scan (the read-only account scan).
+const Protocol = "3"
 
 // Op is a subcommand.
 type Op string
@@ -42,6 +43,7 @@ const (
 	OpSSHDDump      Op = "sshd-dump"       // print sshd_config and the files it includes
 	OpSudoersProf   Op = "sudoers-profile" // write|remove <slug>; content on stdin
 	OpLinuxUser     Op = "linux-user"      // apply|disable|enable|remove <username>; JSON on stdin
+	OpLinuxUserScan Op = "linux-user-scan" // print the account scan (read-only)
 )
 
 // Command is a parsed, validated invocation.
@@ -81,7 +83,7 @@ var (
 // free text are never accepted.
 func Parse(args []string) (Command, error) {
 	if len(args) == 0 {
-		return Command{}, refuse("no subcommand (one of: version, sudo-mode, sshd-effective, sshd-dropin, sshd-reload, sshd-read, sshd-dump, sudoers-profile, linux-user)")
+		return Command{}, refuse("no subcommand (one of: version, sudo-mode, sshd-effective, sshd-dropin, sshd-reload, sshd-read, sshd-dump, sudoers-profile, linux-user, linux-user-scan)")
 	}
 	for _, a := range args {
 		if len(a) > 512 || strings.ContainsAny(a, "\x00\n\r") {
@@ -96,7 +98,7 @@ func Parse(args []string) (Command, error) {
 		return nil
 	}
 	switch op {
-	case OpVersion, OpSSHDReload, OpSSHDDump:
+	case OpVersion, OpSSHDReload, OpSSHDDump, OpLinuxUserScan:
 		if err := want(0); err != nil {
 			return Command{}, err
 		}
