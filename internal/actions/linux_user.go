@@ -329,19 +329,39 @@ echo '### managed'; getent passwd | while IFS=: read -r n _ _ _ _ h _; do [ -f "
 echo '### end'
 `
 
-// ScanAccounts lists the server's accounts.
+// ScanAccounts lists the server's accounts: scanScript under sudo in full
+// sudo mode, lcm-helper linux-user-scan (the same output) in restricted
+// mode.
 func ScanAccounts(ctx context.Context, ex remote.Executor, out io.Writer) ([]Account, error) {
-	raw, code, err := capture(ctx, ex, out, remote.Command{Cmd: "sh -s", Sudo: true, Stdin: strings.NewReader(scanScript)})
+	raw, err := scanRaw(ctx, ex, out)
 	if err != nil {
 		return nil, err
-	}
-	if code != 0 {
-		return nil, failf("the account scan exited with code %d", code)
 	}
 	return ParseScan(raw)
 }
 
-// ParseScan parses the scan script's output.
+// scanRaw is the scan's raw output, through the script or the helper by
+// the sudo mode.
+func scanRaw(ctx context.Context, ex remote.Executor, out io.Writer) (string, error) {
+	viaHelper, err := viaHelper(ctx, ex, out, "linux-user-scan", "the accounts are scanned through lcm-helper")
+	if err != nil {
+		return "", err
+	}
+	c := remote.Command{Cmd: "sh -s", Sudo: true, Stdin: strings.NewReader(scanScript)}
+	if viaHelper {
+		c = remote.Command{Cmd: helperCmd("linux-user-scan")}
+	}
+	raw, code, err := capture(ctx, ex, out, c)
+	if err != nil {
+		return "", err
+	}
+	if code != 0 {
+		return "", failf("the account scan exited with code %d", code)
+	}
+	return raw, nil
+}
+
+// ParseScan parses the scan's output (scanScript's or the helper's).
 func ParseScan(raw string) ([]Account, error) {
 	sections := map[string][]string{}
 	cur := ""

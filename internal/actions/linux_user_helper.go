@@ -18,10 +18,18 @@ import (
 // <op> <username>" with the spec (and the password hash) as JSON on stdin,
 // and "sudoers-profile write|remove <slug>" for the profile's sudoers
 // file. The helper validates everything again and does what Script does.
+// The account scan is "linux-user-scan", which prints what scanScript
+// prints.
 
 // linuxUserViaHelper probes the sudo mode: false in full mode; true in
 // restricted mode when the installed helper speaks this protocol.
 func linuxUserViaHelper(ctx context.Context, ex remote.Executor, out io.Writer) (bool, error) {
+	return viaHelper(ctx, ex, out, "linux-user", "the account is provisioned through lcm-helper")
+}
+
+// viaHelper is the probe of linuxUserViaHelper for subcommand sub; what
+// says what the helper does, on out.
+func viaHelper(ctx context.Context, ex remote.Executor, out io.Writer, sub, what string) (bool, error) {
 	mode, err := currentSudoMode(ctx, ex, io.Discard)
 	if err != nil {
 		return false, err
@@ -34,9 +42,9 @@ func linuxUserViaHelper(ctx context.Context, ex remote.Executor, out io.Writer) 
 		return false, err
 	}
 	if code != 0 || !strings.HasSuffix(strings.TrimSpace(v), " protocol "+helper.Protocol) {
-		return false, failf("the helper on the server (%q) predates linux-user: switch the server to full sudo mode and back to restricted to install the current one", strings.TrimSpace(v))
+		return false, failf("the helper on the server (%q) predates %s: switch the server to full sudo mode and back to restricted to install the current one", strings.TrimSpace(v), sub)
 	}
-	fmt.Fprintln(out, "lcm: restricted sudo mode: the account is provisioned through lcm-helper")
+	fmt.Fprintln(out, "lcm: restricted sudo mode: "+what)
 	return true, nil
 }
 
