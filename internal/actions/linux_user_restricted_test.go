@@ -3,11 +3,15 @@ package actions
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/lcmproject/lcm/internal/domain"
 	"github.com/lcmproject/lcm/internal/privilege"
+	"github.com/lcmproject/lcm/internal/remote"
 	"github.com/lcmproject/lcm/internal/shacrypt"
 	"github.com/lcmproject/lcm/internal/testutil"
 )
@@ -17,7 +21,9 @@ import (
 // step goes through lcm-helper: a user with a profile is created (sealed
 // password hash on stdin, never in the output), a second run changes no
 // file, the key logs in, the allowed rule works and a shell is denied,
-// sudoedit works, su - takes the password, a file-access account gets
+// sudoedit works, the account scan through the helper lists alice as a
+// managed human account and equals the full-mode script's output for the
+// same host state, su - takes the password, a file-access account gets
 // SFTP through the helper's drop-in, disable makes login fail, remove
 // deletes the account. Full mode is restored before the host is reset.
 func TestLinuxUserRestrictedOnTestHost(t *testing.T) {
@@ -114,6 +120,49 @@ func TestLinuxUserRestrictedOnTestHost(t *testing.T) {
 	ak := sh(t, root, "cat /home/alice/.ssh/authorized_keys")
 	if !strings.HasPrefix(ak, ownPub+"\n"+KeysBegin+"\n"+pub+"\n"+KeysEnd+"\n") {
 		t.Fatalf("authorized_keys:\n%s", ak)
+	}
+
+	// The account scan (POST users/refresh) goes through the helper: the
+	// job finds alice as a managed human account in her profile group, and
+	// the helper prints exactly what the full-mode script prints for the
+	// same host state (the script run as root right after).
+	out.Reset()
+	helperRaw, err := scanRaw(ctx, env.Exec, out)
+	if err != nil || !strings.Contains(out.String(), "scanned through lcm-helper") {
+		t.Fatalf("scan through the helper: %v\n%s", err, out)
+	}
+	scriptRaw, _, err := capture(ctx, root, io.Discard, remote.Command{Cmd: "sh -s", Stdin: strings.NewReader(scanScript)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if helperRaw != scriptRaw {
+		t.Fatalf("the helper's scan differs from the script's:\n%s\n--- script ---\n%s", helperRaw, scriptRaw)
+	}
+	if strings.Contains(helperRaw, hash) {
+		t.Fatal("the password hash reached the scan output")
+	}
+	out.Reset()
+	_, data, err := (LinuxUserScanJob{}).RunData(ctx, env)
+	if err != nil {
+		t.Fatalf("scan job: %v\n%s", err, out)
+	}
+	var accts []Account
+	if err := json.Unmarshal(data, &accts); err != nil {
+		t.Fatal(err)
+	}
+	fromScript, err := ParseScan(scriptRaw)
+	if err != nil || !reflect.DeepEqual(accts, fromScript) {
+		t.Fatalf("scan job %+v\nscript %+v (%v)", accts, fromScript, err)
+	}
+	var scanned *Account
+	for i := range accts {
+		if accts[i].Username == "alice" {
+			scanned = &accts[i]
+		}
+	}
+	if scanned == nil || !scanned.Human || !scanned.Managed || scanned.Locked || scanned.Expired || scanned.Shell != "/bin/bash" ||
+		!slices.Contains(scanned.Groups, "lcm-prof-ops") || slices.Contains(scanned.Groups, "sudo") {
+		t.Fatalf("alice in the scan: %+v", scanned)
 	}
 
 	// Key login, the allowed rule, the denied shell, sudoedit.
