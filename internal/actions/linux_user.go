@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/lcmproject/lcm/internal/helper"
 	"github.com/lcmproject/lcm/internal/remote"
 )
 
@@ -32,8 +33,8 @@ const (
 // Key block markers in authorized_keys: LCM rewrites what is between them
 // and keeps every other line (the person's own keys).
 const (
-	KeysBegin = "# >>> LCM managed keys: this block is rewritten by LCM >>>"
-	KeysEnd   = "# <<< LCM managed keys <<<"
+	KeysBegin = helper.KeysBegin
+	KeysEnd   = helper.KeysEnd
 )
 
 // SudoersFile is one profile's sudoers file.
@@ -121,31 +122,6 @@ func (s LinuxUserSpec) Check() error {
 		}
 	}
 	return nil
-}
-
-// aclPerms maps a grant to setfacl's perms: directories stay traversable.
-func aclPerms(p string) string {
-	switch p {
-	case "r":
-		return "r-X"
-	case "rw":
-		return "rwX"
-	}
-	return "rwx"
-}
-
-// sftpDropIn is the sshd drop-in of a file-access-only account. "Match
-// all" ends the block: sshd_config includes drop-ins at its top, and a
-// Match left open would swallow the main configuration.
-func sftpDropIn(user string, chroot bool) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "# Managed by LCM: file access only for %s.\nMatch User %s\n", user, user)
-	b.WriteString("\tForceCommand internal-sftp\n\tAllowTcpForwarding no\n\tX11Forwarding no\n\tPermitTTY no\n")
-	if chroot {
-		b.WriteString("\tChrootDirectory %h\n")
-	}
-	b.WriteString("Match all\n")
-	return b.String()
 }
 
 // provisionPrelude defines the helpers every operation uses. put_file
@@ -267,11 +243,11 @@ if [ -f "$SF" ] && cmp -s "$ST" "$SF"; then rm -f "$ST"; say "$SF unchanged"; el
 	}
 	for _, a := range s.ACLs {
 		fmt.Fprintf(&b, "if [ -d %s ]; then setfacl -R -m %s -m %s %s; say \"ACL %s on %s\"; else say \"directory %s does not exist: ACL skipped\"; fi\n",
-			shQuote(a.Path), shQuote("g:"+a.Group+":"+aclPerms(a.Perms)), shQuote("d:g:"+a.Group+":"+aclPerms(a.Perms)), shQuote(a.Path), a.Group, a.Path, a.Path)
+			shQuote(a.Path), shQuote("g:"+a.Group+":"+helper.ACLPerms(a.Perms)), shQuote("d:g:"+a.Group+":"+helper.ACLPerms(a.Perms)), shQuote(a.Path), a.Group, a.Path, a.Path)
 	}
 	// File access only: sshd forces SFTP for the account.
 	if s.FileAccess {
-		fmt.Fprintf(&b, "DI=%s\nDC=%s\n", shQuote(dropIn), shQuote(sftpDropIn(s.Username, s.SFTPChroot)))
+		fmt.Fprintf(&b, "DI=%s\nDC=%s\n", shQuote(dropIn), shQuote(helper.SFTPDropIn(s.Username, s.SFTPChroot)))
 		if s.SFTPChroot {
 			b.WriteString("HD=$(getent passwd \"$U\" | cut -d: -f6); chown root:root \"$HD\"; chmod 755 \"$HD\"; mkdir -p \"$HD/files\"; chown \"$U:\" \"$HD/files\"\n")
 		}
@@ -288,13 +264,26 @@ if [ -f "$SF" ] && cmp -s "$ST" "$SF"; then rm -f "$ST"; say "$SF unchanged"; el
 }
 
 // RunLinuxUser runs spec on ex as root; pwHash is the password's crypt
-// hash when spec.HasPassword.
+// hash when spec.HasPassword. The way depends on the management user's
+// sudo mode, probed first: a script under sudo in full mode, lcm-helper
+// in restricted mode.
 func RunLinuxUser(ctx context.Context, ex remote.Executor, out io.Writer, spec LinuxUserSpec, pwHash string) (Result, error) {
+	viaHelper, err := linuxUserViaHelper(ctx, ex, out)
+	if err != nil {
+		return Result{}, err
+	}
+	return runLinuxUser(ctx, ex, out, spec, pwHash, viaHelper)
+}
+
+func runLinuxUser(ctx context.Context, ex remote.Executor, out io.Writer, spec LinuxUserSpec, pwHash string, viaHelper bool) (Result, error) {
 	if err := spec.Check(); err != nil {
 		return Result{}, err
 	}
 	if spec.HasPassword && !strings.HasPrefix(pwHash, "$6$") && !strings.HasPrefix(pwHash, "$y$") {
 		return Result{}, failf("the password hash is missing")
+	}
+	if viaHelper {
+		return runLinuxUserHelper(ctx, ex, out, spec, pwHash)
 	}
 	script := spec.Script()
 	cmd := "sh -s"
@@ -340,19 +329,39 @@ echo '### managed'; getent passwd | while IFS=: read -r n _ _ _ _ h _; do [ -f "
 echo '### end'
 `
 
-// ScanAccounts lists the server's accounts.
+// ScanAccounts lists the server's accounts: scanScript under sudo in full
+// sudo mode, lcm-helper linux-user-scan (the same output) in restricted
+// mode.
 func ScanAccounts(ctx context.Context, ex remote.Executor, out io.Writer) ([]Account, error) {
-	raw, code, err := capture(ctx, ex, out, remote.Command{Cmd: "sh -s", Sudo: true, Stdin: strings.NewReader(scanScript)})
+	raw, err := scanRaw(ctx, ex, out)
 	if err != nil {
 		return nil, err
-	}
-	if code != 0 {
-		return nil, failf("the account scan exited with code %d", code)
 	}
 	return ParseScan(raw)
 }
 
-// ParseScan parses the scan script's output.
+// scanRaw is the scan's raw output, through the script or the helper by
+// the sudo mode.
+func scanRaw(ctx context.Context, ex remote.Executor, out io.Writer) (string, error) {
+	viaHelper, err := viaHelper(ctx, ex, out, "linux-user-scan", "the accounts are scanned through lcm-helper")
+	if err != nil {
+		return "", err
+	}
+	c := remote.Command{Cmd: "sh -s", Sudo: true, Stdin: strings.NewReader(scanScript)}
+	if viaHelper {
+		c = remote.Command{Cmd: helperCmd("linux-user-scan")}
+	}
+	raw, code, err := capture(ctx, ex, out, c)
+	if err != nil {
+		return "", err
+	}
+	if code != 0 {
+		return "", failf("the account scan exited with code %d", code)
+	}
+	return raw, nil
+}
+
+// ParseScan parses the scan's output (scanScript's or the helper's).
 func ParseScan(raw string) ([]Account, error) {
 	sections := map[string][]string{}
 	cur := ""
@@ -472,12 +481,16 @@ func (LinuxUserJob) RunData(ctx context.Context, env *Env) (Result, []byte, erro
 	if err := json.Unmarshal(env.Params, &p); err != nil || len(p.Users) == 0 {
 		return Result{}, nil, failf("bad Linux user job parameters")
 	}
+	viaHelper, err := linuxUserViaHelper(ctx, env.Exec, env.Out)
+	if err != nil {
+		return Result{}, nil, err
+	}
 	outcomes := make([]LinuxUserOutcome, 0, len(p.Users))
 	failed := 0
 	for _, spec := range p.Users {
 		o := LinuxUserOutcome{UserID: spec.UserID, Username: spec.Username, Op: spec.Op, ProfileSlug: spec.ProfileSlug, OK: true}
 		fmt.Fprintf(env.Out, "lcm: --- %s %s ---\n", spec.Op, spec.Username)
-		if _, err := RunLinuxUser(ctx, env.Exec, env.Out, spec, env.Creds.Secrets[PasswordSecret(spec.Username)]); err != nil {
+		if _, err := runLinuxUser(ctx, env.Exec, env.Out, spec, env.Creds.Secrets[PasswordSecret(spec.Username)], viaHelper); err != nil {
 			if ctx.Err() != nil {
 				return Result{}, nil, err
 			}

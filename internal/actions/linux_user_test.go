@@ -53,7 +53,7 @@ const snapshotCmd = `sha256sum /etc/passwd /etc/shadow /etc/group /etc/gshadow /
 // on a real Debian host and proves what the issue asks: idempotence (files
 // compared after a second run), key login, the allowed sudo command, the
 // denied shell and unlisted command, sudoedit, the ACL, the password from
-// the hash, the person's own keys kept, the scan, disable, enable, remove.
+// the hash (sshd and su - through PAM), the person's own keys kept, the scan, disable, enable, remove.
 func TestLinuxUserOnTestHost(t *testing.T) {
 	h := testutil.TestHostAt(t, linuxUserHost)
 	ctx := context.Background()
@@ -179,6 +179,8 @@ func TestLinuxUserOnTestHost(t *testing.T) {
 		c.Close()
 		t.Fatal("a wrong password logs in")
 	}
+	// PAM accepts it too: su - alice on a terminal (not only sshd).
+	assertSu(t, h, "alice", signer, "alice", pw)
 	alice.Close()
 
 	// The scan sees alice as a managed human account. LCM_RECORD_SCAN=1

@@ -31,6 +31,15 @@ func hardeningHost(t *testing.T) (root remote.Executor, env *Env, h testutil.Tes
 	t.Helper()
 	h = testutil.TestHostAt(t, hardeningHostIndex)
 	t.Cleanup(func() { testutil.ResetTestHost(t, h) })
+	root, env, out = joinedHost(t, h)
+	return root, env, h, out
+}
+
+// joinedHost joins the management user to h (the caller picks, locks and
+// resets the host) and returns a root connection and the management
+// user's Env.
+func joinedHost(t *testing.T, h testutil.TestHost) (root remote.Executor, env *Env, out *bytes.Buffer) {
+	t.Helper()
 	ctx := context.Background()
 	dial := func(ctx context.Context, user, key string) (remote.Executor, error) {
 		tg := sshexec.Target{Addr: h.Addr, User: user, HostKey: h.HostKeys[0]}
@@ -68,7 +77,7 @@ func hardeningHost(t *testing.T) (root remote.Executor, env *Env, h testutil.Tes
 		return sshexec.Dial(ctx, sshexec.Target{Addr: net.JoinHostPort(h.Host, strconv.Itoa(port)), User: user, Signer: s, HostKey: h.HostKeys[0]})
 	}
 	env = &Env{Exec: lcm, Dial: dial, DialPort: dialPort, Out: out, Creds: credbox.Credentials{User: domain.ManagementUser, PrivateKey: key, Addr: h.Addr}}
-	return rootEx, env, h, out
+	return rootEx, env, out
 }
 
 // sh runs cmd as root on the test's own connection and returns stdout.

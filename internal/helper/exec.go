@@ -106,6 +106,10 @@ func run(c Command, stdin io.Reader, stdout, stderr io.Writer) error {
 			return err
 		}
 		return writeSudoers(path, content, stdout, stderr)
+	case OpLinuxUser:
+		return linuxUser(c.Action, c.Arg, stdin, stdout, stderr)
+	case OpLinuxUserScan:
+		return linuxUserScan(stdout, stderr)
 	}
 	return refuse("unknown subcommand")
 }
@@ -217,6 +221,12 @@ func atomicWrite(path string, content []byte, mode os.FileMode) error {
 // moves it into place atomically and checks the whole configuration; a
 // refusal leaves (or puts back) the previous file.
 func writeSudoers(path, content string, stdout, stderr io.Writer) error {
+	if cur, err := os.ReadFile(path); err == nil && string(cur) == content {
+		if fi, err := os.Stat(path); err == nil && fi.Mode().Perm() == 0o440 {
+			fmt.Fprintf(stdout, "%s unchanged\n", path)
+			return nil
+		}
+	}
 	f, err := os.CreateTemp(filepath.Dir(path), ".lcm-helper.*")
 	if err != nil {
 		return err

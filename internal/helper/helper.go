@@ -22,7 +22,12 @@ import (
 
 // Protocol is the helper's command protocol version: LCM compares it (and
 // the binary's checksum) to decide whether to upgrade an installed helper.
-const Protocol = "1"
+//
+// History: 1 sudo-mode, sshd-*, sudoers-profile; 2 (linux-user) adds
+// linux-user, sudoers-profile leaves an unchanged file alone and accepts
+// sudoedit and run-as rules as internal/privilege renders them; 3 adds
+// linux-user-scan (the read-only account scan).
+const Protocol = "3"
 
 // Op is a subcommand.
 type Op string
@@ -37,6 +42,8 @@ const (
 	OpSSHDRead      Op = "sshd-read"       // print one of LCM's sshd files, or "absent"
 	OpSSHDDump      Op = "sshd-dump"       // print sshd_config and the files it includes
 	OpSudoersProf   Op = "sudoers-profile" // write|remove <slug>; content on stdin
+	OpLinuxUser     Op = "linux-user"      // apply|disable|enable|remove <username>; JSON on stdin
+	OpLinuxUserScan Op = "linux-user-scan" // print the account scan (read-only)
 )
 
 // Command is a parsed, validated invocation.
@@ -76,7 +83,7 @@ var (
 // free text are never accepted.
 func Parse(args []string) (Command, error) {
 	if len(args) == 0 {
-		return Command{}, refuse("no subcommand (one of: version, sudo-mode, sshd-effective, sshd-dropin, sshd-reload, sshd-read, sshd-dump, sudoers-profile)")
+		return Command{}, refuse("no subcommand (one of: version, sudo-mode, sshd-effective, sshd-dropin, sshd-reload, sshd-read, sshd-dump, sudoers-profile, linux-user, linux-user-scan)")
 	}
 	for _, a := range args {
 		if len(a) > 512 || strings.ContainsAny(a, "\x00\n\r") {
@@ -91,7 +98,7 @@ func Parse(args []string) (Command, error) {
 		return nil
 	}
 	switch op {
-	case OpVersion, OpSSHDReload, OpSSHDDump:
+	case OpVersion, OpSSHDReload, OpSSHDDump, OpLinuxUserScan:
 		if err := want(0); err != nil {
 			return Command{}, err
 		}
@@ -126,6 +133,17 @@ func Parse(args []string) (Command, error) {
 		}
 		if op == OpSudoersProf && !slugRe.MatchString(rest[1]) {
 			return Command{}, refuse("profile slug %q: lower-case letters, digits and dashes, at most 32", rest[1])
+		}
+		return Command{Op: op, Action: rest[0], Arg: rest[1]}, nil
+	case OpLinuxUser:
+		if err := want(2); err != nil {
+			return Command{}, err
+		}
+		if !LinuxUserOps[rest[0]] {
+			return Command{}, refuse("linux-user takes apply, disable, enable or remove, not %q", truncate(rest[0], 20))
+		}
+		if err := ValidLinuxUsername(rest[1]); err != nil {
+			return Command{}, err
 		}
 		return Command{Op: op, Action: rest[0], Arg: rest[1]}, nil
 	case OpSSHDRead:
@@ -208,7 +226,9 @@ func CheckDropIn(content string) error {
 
 // CheckProfileSudoers validates a sudoers file for profile slug (spec:
 // each line issued to its own profile group, never ALL as command): every
-// rule line is "%lcm-prof-<slug> ALL=(root) NOPASSWD: /abs/cmd args,…";
+// rule line is "%lcm-prof-<slug> ALL=(<user>) NOPASSWD: /abs/cmd args,…"
+// (run as root or another named user, never ALL) or, as root,
+// "… NOPASSWD: sudoedit /abs/file" — what internal/privilege renders;
 // comments and blank lines pass. visudo checks the syntax afterwards.
 func CheckProfileSudoers(slug, content string) error {
 	if err := checkText(content); err != nil {
@@ -225,16 +245,26 @@ func CheckProfileSudoers(slug, content string) error {
 		if !ok {
 			return refuse("sudoers line %d is not issued to %s", i+1, group)
 		}
-		spec, ok := strings.CutPrefix(strings.TrimSpace(rest), "ALL=(root) NOPASSWD: ")
-		if !ok {
-			return refuse(`sudoers line %d: expected "ALL=(root) NOPASSWD: " before the commands`, i+1)
+		runAs, spec, ok := strings.Cut(strings.TrimSpace(rest), ") NOPASSWD: ")
+		runAs, rok := strings.CutPrefix(runAs, "ALL=(")
+		if !ok || !rok || !ValidUser(runAs) {
+			return refuse(`sudoers line %d: expected "ALL=(<user>) NOPASSWD: " before the commands`, i+1)
 		}
 		for _, c := range strings.Split(spec, ",") {
 			f := strings.Fields(c)
+			// sudoedit takes exactly one absolute file (an edit rule).
+			if len(f) > 0 && f[0] == "sudoedit" && runAs == "root" {
+				if len(f) != 2 {
+					return refuse("sudoers line %d: sudoedit takes one absolute file", i+1)
+				}
+				f = f[1:]
+			}
 			if len(f) == 0 || !strings.HasPrefix(f[0], "/") || strings.EqualFold(f[0], "ALL") {
 				return refuse("sudoers line %d: every command must be an absolute path, never ALL", i+1)
 			}
 			for _, w := range f {
+				// internal/privilege escapes ':' and '=' in arguments.
+				w = strings.NewReplacer(`\:`, "", `\=`, "").Replace(w)
 				if w == "ALL" || strings.ContainsAny(w, "*?[]\\;|&$`<>(){}!") {
 					return refuse("sudoers line %d: %q: no ALL, wildcards or shell metacharacters", i+1, truncate(w, 40))
 				}

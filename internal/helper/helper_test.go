@@ -23,6 +23,8 @@ func TestParse(t *testing.T) {
 		{[]string{"sshd-dump"}, Command{Op: OpSSHDDump}},
 		{[]string{"sshd-read", "sshd_config"}, Command{Op: OpSSHDRead, Arg: "sshd_config"}},
 		{[]string{"sudoers-profile", "write", "web-admins"}, Command{Op: OpSudoersProf, Action: "write", Arg: "web-admins"}},
+		{[]string{"linux-user", "disable", "alice"}, Command{Op: OpLinuxUser, Action: "disable", Arg: "alice"}},
+		{[]string{"linux-user-scan"}, Command{Op: OpLinuxUserScan}},
 	}
 	for _, tt := range ok {
 		got, err := Parse(tt.args)
@@ -39,6 +41,8 @@ func TestParse(t *testing.T) {
 		{"sshd-read", "/etc/shadow"}, {"sshd-read", "../sshd_config"},
 		{"sudoers-profile", "write", "../lcm"}, {"sudoers-profile", "write", "Admins"}, {"sudoers-profile", "write", strings.Repeat("a", 33)},
 		{"sudoers-profile", "write", "a\nb"}, {"--help"}, {"version\x00"},
+		{"linux-user-scan", ""}, {"linux-user-scan", "alice"}, {"linux-user-scan", "--all"}, {"linux-user-scan", "/etc/shadow"},
+		{"linux-user-scan", "passwd", "alice"}, {"linux-user-scan\n"}, {"Linux-User-Scan"},
 	}
 	for _, args := range bad {
 		if c, err := Parse(args); err == nil {
@@ -113,6 +117,9 @@ func FuzzParse(f *testing.F) {
 	f.Add("sudoers-profile", "write", "web")
 	f.Add("sshd-dropin", "remove", "10-lcm-ssh.conf")
 	f.Add("sudo-mode", "restricted", "")
+	f.Add("linux-user", "apply", "alice")
+	f.Add("linux-user-scan", "", "")
+	f.Add("linux-user-scan", "--all", "/etc/shadow")
 	f.Fuzz(func(t *testing.T, a, b, c string) {
 		for _, args := range [][]string{{a}, {a, b}, {a, b, c}} {
 			cmd, err := Parse(args)
@@ -136,6 +143,15 @@ func FuzzParse(f *testing.F) {
 			case OpSSHDRead:
 				if _, ok := ReadableFiles[cmd.Arg]; !ok {
 					t.Fatalf("read %q", cmd.Arg)
+				}
+			case OpLinuxUser:
+				if !LinuxUserOps[cmd.Action] || ValidLinuxUsername(cmd.Arg) != nil {
+					t.Fatalf("linux-user %q %q", cmd.Action, cmd.Arg)
+				}
+			case OpVersion, OpSSHDReload, OpSSHDDump, OpLinuxUserScan:
+				// No argument at all.
+				if len(args) != 1 || cmd.Action != "" || cmd.Arg != "" {
+					t.Fatalf("%s took %q", cmd.Op, args[1:])
 				}
 			}
 		}
