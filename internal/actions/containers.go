@@ -145,8 +145,8 @@ func truncateStr(s string, n int) string {
 	return s
 }
 
-// CollectContainers runs the collector and parses its output.
-func CollectContainers(ctx context.Context, ex remote.Executor, out io.Writer) (containers.Inventory, error) {
+// collect runs the collector (one command) and parses its output.
+func collect(ctx context.Context, ex remote.Executor) (containers.Inventory, error) {
 	raw, code, err := capture(ctx, ex, io.Discard, remote.Command{Cmd: containers.Script(), Timeout: collectTimeout})
 	if err != nil {
 		return containers.Inventory{}, err
@@ -157,6 +157,15 @@ func CollectContainers(ctx context.Context, ex remote.Executor, out io.Writer) (
 	inv, err := containers.ParseCollect([]byte(raw))
 	if err != nil {
 		return inv, failf("the container listing could not be parsed: %v", err)
+	}
+	return inv, nil
+}
+
+// CollectContainers runs the collector and parses its output.
+func CollectContainers(ctx context.Context, ex remote.Executor, out io.Writer) (containers.Inventory, error) {
+	inv, err := collect(ctx, ex)
+	if err != nil {
+		return inv, err
 	}
 	for _, e := range inv.Engines {
 		fmt.Fprintf(out, "lcm: %s %s: %d networks, %d volumes, compose: %s\n", e.Engine, orDash(e.Version), e.Networks, e.Volumes, orDash(strings.Join(e.ComposeTools, ", ")))

@@ -236,3 +236,13 @@ func projectUpdate(p ComposeProject, cs []Container) string {
 	}
 	return out
 }
+
+// Collected is one server's inventory as a job read it: what the regular
+// refresh job hands the containers service to store (the container jobs
+// store theirs through their own finish hook).
+type Collected struct {
+	ServerID  string
+	JobID     string
+	At        time.Time
+	Inventory Inventory
+}
