@@ -78,11 +78,16 @@ type Image struct {
 	Repository string `json:"repository"`
 	Tag        string `json:"tag"`
 	Digest     string `json:"digest,omitempty"`
-	Size       int64  `json:"size"`
-	InUse      bool   `json:"in_use"`
-	Dangling   bool   `json:"dangling"`
-	Containers int    `json:"containers"`
-	Update     string `json:"update"`
+	// Digests are every manifest digest the engine knows for this
+	// repository's image (podman's RepoDigests): an image pulled from a
+	// registry after it was built or imported locally keeps the local
+	// manifest as Digest and lists the registry's here.
+	Digests    []string `json:"digests,omitempty"`
+	Size       int64    `json:"size"`
+	InUse      bool     `json:"in_use"`
+	Dangling   bool     `json:"dangling"`
+	Containers int      `json:"containers"`
+	Update     string   `json:"update"`
 }
 
 // Ref is repository:tag, or the id when untagged.
@@ -143,6 +148,10 @@ type ImageRef struct {
 	Image string `json:"image"`
 	// Digest is the local repo digest (sha256:…), empty if unknown.
 	Digest string `json:"digest"`
+	// Digests are all manifest digests the local image is known by
+	// (Digest among them): the registry's current digest being one of
+	// them means up to date.
+	Digests []string `json:"digests,omitempty"`
 }
 
 // ImageUpdate is the checker's answer for one ImageRef.
@@ -174,7 +183,22 @@ func (inv *Inventory) InUseRefs() []ImageRef {
 			continue
 		}
 		seen[k] = true
-		out = append(out, ImageRef{Engine: c.Engine, Image: ref, Digest: c.ImageDigest})
+		r := ImageRef{Engine: c.Engine, Image: ref, Digest: c.ImageDigest}
+		if c.ImageDigest != "" {
+			r.Digests = append(r.Digests, c.ImageDigest)
+		}
+		repo := splitRef(ref)[0]
+		for _, im := range inv.Images {
+			if im.Engine != c.Engine || im.ID != c.ImageID || (im.Repository != repo && !im.Dangling && im.Repository != "<none>") {
+				continue
+			}
+			for _, d := range append([]string{im.Digest}, im.Digests...) {
+				if d != "" && !contains(r.Digests, d) {
+					r.Digests = append(r.Digests, d)
+				}
+			}
+		}
+		out = append(out, r)
 	}
 	return out
 }
