@@ -542,14 +542,33 @@ func (c *containerRun) composeUpdate() (ContainerOutcome, error) {
 			o.Before[ct.Name] = ct.ImageDigest
 		}
 	}
-	for _, verb := range []string{"pull", "up -d"} {
-		code, err := c.sh(composeCommand(tool, p, verb), pullTimeout)
+	code, err := c.sh(composeCommand(tool, p, "pull"), pullTimeout)
+	if err != nil {
+		return o, err
+	}
+	if code != 0 {
+		return o, failf("%s pull exited with code %d", tool, code)
+	}
+	up := "up -d"
+	if !recreatesChanged(tool) {
+		// podman-compose's up starts the existing containers as they are,
+		// on the old image: when the pull brought a new image for one of
+		// them, the project is recreated.
+		pulled, err := c.collect()
 		if err != nil {
 			return o, err
 		}
-		if code != 0 {
-			return o, failf("%s %s exited with code %d", tool, verb, code)
+		if stale := staleContainers(pulled, proj); len(stale) > 0 {
+			fmt.Fprintf(c.env.Out, "lcm: new image for %s; %s recreates the project's containers\n", strings.Join(stale, ", "), tool)
+			up += " --force-recreate"
 		}
+	}
+	code, err = c.sh(composeCommand(tool, p, up), pullTimeout)
+	if err != nil {
+		return o, err
+	}
+	if code != 0 {
+		return o, failf("%s %s exited with code %d", tool, up, code)
 	}
 	after, err := c.readBack()
 	if err != nil {
@@ -575,6 +594,29 @@ func (c *containerRun) composeUpdate() (ContainerOutcome, error) {
 	o.OK = true
 	o.Message = fmt.Sprintf("compose project %s: %d containers running, %d on a new image digest", proj.Name, running, changed)
 	return o, nil
+}
+
+// recreatesChanged reports whether tool's `up -d` recreates the containers
+// whose image changed: Compose v2 and docker-compose v1 compare the
+// image; podman-compose (1.0, Debian 12) starts the existing containers
+// as they are, and `podman compose` may be podman-compose underneath.
+func recreatesChanged(tool string) bool {
+	return tool == "docker compose" || tool == "docker-compose"
+}
+
+// staleContainers names the project's containers whose image reference now
+// names another image than the one they run.
+func staleContainers(inv containers.Inventory, proj *containers.ComposeProject) []string {
+	var out []string
+	for _, ct := range inv.Containers {
+		if ct.Engine != proj.Engine || ct.ComposeProject != proj.Name {
+			continue
+		}
+		if ims := imagesOf(inv, ct.Engine, ct.Image); len(ims) > 0 && ims[0].ID != ct.ImageID {
+			out = append(out, ct.Name)
+		}
+	}
+	return out
 }
 
 func (c *containerRun) removeImage() (ContainerOutcome, error) {
