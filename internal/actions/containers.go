@@ -53,6 +53,16 @@ type ContainerParams struct {
 	ConfigFiles []string   `json:"config_files,omitempty"`
 	Tool        string     `json:"tool,omitempty"`
 	Prune       *PruneSpec `json:"prune,omitempty"`
+	// CVE (refresh): the containers marked CVE-relevant, whose packages
+	// the refresh reads for the vulnerability scan (the service fills it
+	// from the marks).
+	CVE []CVERef `json:"cve,omitempty"`
+}
+
+// CVERef names a CVE-relevant container.
+type CVERef struct {
+	Engine    containers.Engine `json:"engine"`
+	Container string            `json:"container"`
 }
 
 // PruneSpec says what a prune removes.
@@ -102,6 +112,11 @@ func (p ContainerParams) Validate() error {
 	bad := func(f string, a ...any) error { return failf("bad parameters: "+f, a...) }
 	if p.Engine != "" && !p.Engine.Valid() {
 		return bad("unknown engine %q", p.Engine)
+	}
+	for _, r := range p.CVE {
+		if !r.Engine.Valid() || !containers.ValidName(r.Container) {
+			return bad("CVE-relevant container %q is not a container name", truncateStr(r.Container, 80))
+		}
 	}
 	switch p.Op {
 	case ContainerRefresh, ContainerPullAll:
@@ -289,7 +304,18 @@ func (c *containerRun) do() (ContainerOutcome, error) {
 		if err != nil {
 			return ContainerOutcome{}, err
 		}
-		return ContainerOutcome{OK: true, Message: fmt.Sprintf("%d containers, %d images, %d compose projects", len(inv.Containers), len(inv.Images), len(inv.Compose))}, nil
+		msg := fmt.Sprintf("%d containers, %d images, %d compose projects", len(inv.Containers), len(inv.Images), len(inv.Compose))
+		if len(c.p.CVE) > 0 {
+			c.after.CVEPackages = c.readPackages(inv)
+			n := 0
+			for _, ip := range c.after.CVEPackages {
+				if ip.Error == "" {
+					n++
+				}
+			}
+			msg += fmt.Sprintf(", packages of %d of %d CVE-relevant containers read", n, len(c.after.CVEPackages))
+		}
+		return ContainerOutcome{OK: true, Message: msg}, nil
 	case ContainerStart, ContainerStop, ContainerRestart:
 		return c.lifecycle()
 	case ContainerPull:

@@ -139,6 +139,10 @@ type Inventory struct {
 	Containers []Container      `json:"containers"`
 	Images     []Image          `json:"images"`
 	Compose    []ComposeProject `json:"compose"`
+	// CVEPackages are the packages of the CVE-relevant containers, read by
+	// a container refresh (kept across refreshes while the container runs
+	// the same image).
+	CVEPackages []ImagePackages `json:"cve_packages,omitempty"`
 }
 
 // ImageRef is an image in use for the newer-image check.
@@ -269,4 +273,28 @@ type Collected struct {
 	JobID     string
 	At        time.Time
 	Inventory Inventory
+}
+
+// Package is one package installed in a container's filesystem.
+type Package struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+	Arch    string `json:"arch,omitempty"`
+	Source  string `json:"source,omitempty"`
+}
+
+// ImagePackages are the packages read from a CVE-relevant container (its
+// image and what the container changed): they feed the vulnerability
+// scan. Only dpkg-based images (Debian, Ubuntu) are read; Error says why
+// a container could not be.
+type ImagePackages struct {
+	Engine    Engine    `json:"engine"`
+	Container string    `json:"container"`
+	Image     string    `json:"image"`
+	ImageID   string    `json:"image_id"`
+	OSID      string    `json:"os_id,omitempty"`
+	OSVersion string    `json:"os_version,omitempty"`
+	Packages  []Package `json:"packages"`
+	Error     string    `json:"error,omitempty"`
+	ReadAt    time.Time `json:"read_at"`
 }

@@ -128,3 +128,57 @@ func TestRefreshPayloadStoresContainers(t *testing.T) {
 		})
 	}
 }
+
+// TestRefreshKeepsContainerPackages: the packages a container refresh
+// read from a CVE-relevant container survive a regular refresh (which
+// does not read them) while the container runs the same image, and are
+// dropped once it runs another.
+func TestRefreshKeepsContainerPackages(t *testing.T) {
+	raw, err := os.ReadFile("../containers/testdata/collect-docker-28.2.2-and-podman-4.3.1.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv, err := containers.ParseCollect(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	st := storetest.Open(t, "")
+	svc := New(st, nil, nil)
+	srv, err := st.CreateServer(ctx, store.NewServer{Server: domain.Server{Name: "s", Host: "192.0.2.10", Port: 22,
+		Transport: domain.TransportSSH, Status: domain.ServerUnknown, AuthMethod: domain.AuthKey, Joined: true,
+		HostKey: "ssh-ed25519 AAAA", HostKeyFingerprint: "SHA256:x"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ct := inv.Containers[0]
+	withPkgs := inv
+	withPkgs.CVEPackages = []containers.ImagePackages{{Engine: ct.Engine, Container: ct.Name, ImageID: ct.ImageID, OSID: "debian", OSVersion: "12",
+		Packages: []containers.Package{{Name: "libssl3", Version: "3.0.15-1~deb12u1", Arch: "amd64", Source: "openssl"}}}}
+	stored := func() containers.Inventory {
+		t.Helper()
+		got, _, err := svc.stored(ctx, srv.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	if err := svc.storeInventory(ctx, containers.Collected{ServerID: srv.ID, JobID: "ctr", At: time.Now(), Inventory: withPkgs}, []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	if errs := svc.IngestRefreshes(ctx, []containers.Collected{{ServerID: srv.ID, JobID: "refresh", At: time.Now(), Inventory: inv}}); errs[0] != nil {
+		t.Fatal(errs[0])
+	}
+	if got := stored(); len(got.CVEPackages) != 1 || got.CVEPackages[0].Packages[0].Name != "libssl3" {
+		t.Fatalf("after a refresh: %+v", got.CVEPackages)
+	}
+	moved := inv
+	moved.Containers = append([]containers.Container(nil), inv.Containers...)
+	moved.Containers[0].ImageID = "another-image"
+	if errs := svc.IngestRefreshes(ctx, []containers.Collected{{ServerID: srv.ID, JobID: "refresh-2", At: time.Now(), Inventory: moved}}); errs[0] != nil {
+		t.Fatal(errs[0])
+	}
+	if got := stored(); len(got.CVEPackages) != 0 {
+		t.Fatalf("packages of the old image kept: %+v", got.CVEPackages)
+	}
+}

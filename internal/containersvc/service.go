@@ -106,6 +106,9 @@ func (s *Service) afterJob(ctx context.Context, job domain.Job) error {
 // check (when configured): the one path for container jobs and refresh
 // jobs. A nil outcome keeps the stored last action.
 func (s *Service) storeInventory(ctx context.Context, c containers.Collected, outcome []byte) error {
+	if err := s.keepPackages(ctx, &c); err != nil {
+		return err
+	}
 	data, err := json.Marshal(c.Inventory)
 	if err != nil {
 		return err
@@ -119,6 +122,41 @@ func (s *Service) storeInventory(ctx context.Context, c containers.Collected, ou
 		}
 	}
 	return nil
+}
+
+// keepPackages carries the packages of CVE-relevant containers over from
+// the stored inventory when c did not read them (a regular refresh, or a
+// container action) and the container still runs the same image.
+func (s *Service) keepPackages(ctx context.Context, c *containers.Collected) error {
+	if len(c.Inventory.Containers) == 0 {
+		return nil
+	}
+	old, known, err := s.stored(ctx, c.ServerID)
+	if err != nil || !known || len(old.CVEPackages) == 0 {
+		return err
+	}
+	read := map[string]bool{}
+	for _, ip := range c.Inventory.CVEPackages {
+		read[string(ip.Engine)+" "+ip.Container] = true
+	}
+	for _, ip := range old.CVEPackages {
+		if read[string(ip.Engine)+" "+ip.Container] {
+			continue
+		}
+		if ct, ok := findContainer(c.Inventory, ip.Engine, ip.Container); ok && ct.ImageID == ip.ImageID {
+			c.Inventory.CVEPackages = append(c.Inventory.CVEPackages, ip)
+		}
+	}
+	return nil
+}
+
+func findContainer(inv containers.Inventory, e containers.Engine, name string) (containers.Container, bool) {
+	for _, ct := range inv.Containers {
+		if ct.Engine == e && ct.Name == name {
+			return ct, true
+		}
+	}
+	return containers.Container{}, false
 }
 
 // IngestRefreshes stores the container inventories regular refresh jobs
@@ -213,6 +251,17 @@ func (s *Service) Submit(ctx context.Context, p *domain.Principal, serverID stri
 	if known {
 		if err := s.precheck(inv, &params); err != nil {
 			return domain.Job{}, err
+		}
+	}
+	if params.Op == actions.ContainerRefresh {
+		// The refresh reads the packages of the CVE-relevant containers.
+		marks, err := s.store.ContainerCVEMarks(ctx, store.SystemScope, serverID)
+		if err != nil {
+			return domain.Job{}, err
+		}
+		params.CVE = nil
+		for _, m := range marks {
+			params.CVE = append(params.CVE, actions.CVERef{Engine: containers.Engine(m.Engine), Container: m.Container})
 		}
 	}
 	return s.jobs.SubmitServer(ctx, p, srv, domain.JobContainer, params)
