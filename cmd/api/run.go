@@ -255,7 +255,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 	luSvc, err := a.wireLinuxUsers(ctx, jobsSvc, fleetSvc)
 	rolloutSvc, approvalSvc := a.wireRollouts(ctx, jobsSvc)
 	regSvc := a.wireRegistries()
-	ctrSvc := a.wireContainers(jobsSvc, regSvc, statusSvc)
+	ctrSvc := a.wireContainers(jobsSvc, invSvc, regSvc, statusSvc)
 	if err == nil {
 		err = a.wireDemo(ctx, jobsSvc, invSvc, statusSvc)
 	}

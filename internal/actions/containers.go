@@ -53,6 +53,16 @@ type ContainerParams struct {
 	ConfigFiles []string   `json:"config_files,omitempty"`
 	Tool        string     `json:"tool,omitempty"`
 	Prune       *PruneSpec `json:"prune,omitempty"`
+	// CVE (refresh): the containers marked CVE-relevant, whose packages
+	// the refresh reads for the vulnerability scan (the service fills it
+	// from the marks).
+	CVE []CVERef `json:"cve,omitempty"`
+}
+
+// CVERef names a CVE-relevant container.
+type CVERef struct {
+	Engine    containers.Engine `json:"engine"`
+	Container string            `json:"container"`
 }
 
 // PruneSpec says what a prune removes.
@@ -103,6 +113,11 @@ func (p ContainerParams) Validate() error {
 	if p.Engine != "" && !p.Engine.Valid() {
 		return bad("unknown engine %q", p.Engine)
 	}
+	for _, r := range p.CVE {
+		if !r.Engine.Valid() || !containers.ValidName(r.Container) {
+			return bad("CVE-relevant container %q is not a container name", truncateStr(r.Container, 80))
+		}
+	}
 	switch p.Op {
 	case ContainerRefresh, ContainerPullAll:
 	case ContainerStart, ContainerStop, ContainerRestart:
@@ -145,8 +160,8 @@ func truncateStr(s string, n int) string {
 	return s
 }
 
-// CollectContainers runs the collector and parses its output.
-func CollectContainers(ctx context.Context, ex remote.Executor, out io.Writer) (containers.Inventory, error) {
+// collect runs the collector (one command) and parses its output.
+func collect(ctx context.Context, ex remote.Executor) (containers.Inventory, error) {
 	raw, code, err := capture(ctx, ex, io.Discard, remote.Command{Cmd: containers.Script(), Timeout: collectTimeout})
 	if err != nil {
 		return containers.Inventory{}, err
@@ -157,6 +172,15 @@ func CollectContainers(ctx context.Context, ex remote.Executor, out io.Writer) (
 	inv, err := containers.ParseCollect([]byte(raw))
 	if err != nil {
 		return inv, failf("the container listing could not be parsed: %v", err)
+	}
+	return inv, nil
+}
+
+// CollectContainers runs the collector and parses its output.
+func CollectContainers(ctx context.Context, ex remote.Executor, out io.Writer) (containers.Inventory, error) {
+	inv, err := collect(ctx, ex)
+	if err != nil {
+		return inv, err
 	}
 	for _, e := range inv.Engines {
 		fmt.Fprintf(out, "lcm: %s %s: %d networks, %d volumes, compose: %s\n", e.Engine, orDash(e.Version), e.Networks, e.Volumes, orDash(strings.Join(e.ComposeTools, ", ")))
@@ -280,7 +304,18 @@ func (c *containerRun) do() (ContainerOutcome, error) {
 		if err != nil {
 			return ContainerOutcome{}, err
 		}
-		return ContainerOutcome{OK: true, Message: fmt.Sprintf("%d containers, %d images, %d compose projects", len(inv.Containers), len(inv.Images), len(inv.Compose))}, nil
+		msg := fmt.Sprintf("%d containers, %d images, %d compose projects", len(inv.Containers), len(inv.Images), len(inv.Compose))
+		if len(c.p.CVE) > 0 {
+			c.after.CVEPackages = c.readPackages(inv)
+			n := 0
+			for _, ip := range c.after.CVEPackages {
+				if ip.Error == "" {
+					n++
+				}
+			}
+			msg += fmt.Sprintf(", packages of %d of %d CVE-relevant containers read", n, len(c.after.CVEPackages))
+		}
+		return ContainerOutcome{OK: true, Message: msg}, nil
 	case ContainerStart, ContainerStop, ContainerRestart:
 		return c.lifecycle()
 	case ContainerPull:
@@ -533,14 +568,33 @@ func (c *containerRun) composeUpdate() (ContainerOutcome, error) {
 			o.Before[ct.Name] = ct.ImageDigest
 		}
 	}
-	for _, verb := range []string{"pull", "up -d"} {
-		code, err := c.sh(composeCommand(tool, p, verb), pullTimeout)
+	code, err := c.sh(composeCommand(tool, p, "pull"), pullTimeout)
+	if err != nil {
+		return o, err
+	}
+	if code != 0 {
+		return o, failf("%s pull exited with code %d", tool, code)
+	}
+	up := "up -d"
+	if !recreatesChanged(tool) {
+		// podman-compose's up starts the existing containers as they are,
+		// on the old image: when the pull brought a new image for one of
+		// them, the project is recreated.
+		pulled, err := c.collect()
 		if err != nil {
 			return o, err
 		}
-		if code != 0 {
-			return o, failf("%s %s exited with code %d", tool, verb, code)
+		if stale := staleContainers(pulled, proj); len(stale) > 0 {
+			fmt.Fprintf(c.env.Out, "lcm: new image for %s; %s recreates the project's containers\n", strings.Join(stale, ", "), tool)
+			up += " --force-recreate"
 		}
+	}
+	code, err = c.sh(composeCommand(tool, p, up), pullTimeout)
+	if err != nil {
+		return o, err
+	}
+	if code != 0 {
+		return o, failf("%s %s exited with code %d", tool, up, code)
 	}
 	after, err := c.readBack()
 	if err != nil {
@@ -566,6 +620,29 @@ func (c *containerRun) composeUpdate() (ContainerOutcome, error) {
 	o.OK = true
 	o.Message = fmt.Sprintf("compose project %s: %d containers running, %d on a new image digest", proj.Name, running, changed)
 	return o, nil
+}
+
+// recreatesChanged reports whether tool's `up -d` recreates the containers
+// whose image changed: Compose v2 and docker-compose v1 compare the
+// image; podman-compose (1.0, Debian 12) starts the existing containers
+// as they are, and `podman compose` may be podman-compose underneath.
+func recreatesChanged(tool string) bool {
+	return tool == "docker compose" || tool == "docker-compose"
+}
+
+// staleContainers names the project's containers whose image reference now
+// names another image than the one they run.
+func staleContainers(inv containers.Inventory, proj *containers.ComposeProject) []string {
+	var out []string
+	for _, ct := range inv.Containers {
+		if ct.Engine != proj.Engine || ct.ComposeProject != proj.Name {
+			continue
+		}
+		if ims := imagesOf(inv, ct.Engine, ct.Image); len(ims) > 0 && ims[0].ID != ct.ImageID {
+			out = append(out, ct.Name)
+		}
+	}
+	return out
 }
 
 func (c *containerRun) removeImage() (ContainerOutcome, error) {

@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/klauspost/compress/gzip"
 
+	"github.com/lcmproject/lcm/internal/containers"
 	"github.com/lcmproject/lcm/internal/facts"
 	"github.com/lcmproject/lcm/internal/pkgmgr"
 	"github.com/lcmproject/lcm/internal/remote"
@@ -151,6 +153,10 @@ func listHeld(ctx context.Context, ex remote.Executor, out io.Writer, h pkgmgr.H
 type RefreshData struct {
 	Facts     facts.Facts      `json:"facts"`
 	Inventory pkgmgr.Inventory `json:"inventory"`
+	// Containers is the container inventory the refresh job read: nil when
+	// it was not read (other jobs, or the listing failed), empty Engines
+	// when the server has neither docker nor podman.
+	Containers *containers.Inventory `json:"containers,omitempty"`
 }
 
 // EncodeRefresh gzips the data for the job's final state message: 1,500
@@ -219,8 +225,8 @@ type DataAction interface {
 	RunData(ctx context.Context, env *Env) (Result, []byte, error)
 }
 
-// RefreshJob is the refresh job: facts, fresh package lists and the
-// package inventory.
+// RefreshJob is the refresh job: facts, fresh package lists, the package
+// inventory and the container inventory.
 type RefreshJob struct{}
 
 // Run implements Action (the payload is dropped; runners use RunData).
@@ -235,11 +241,36 @@ func (RefreshJob) RunData(ctx context.Context, env *Env) (Result, []byte, error)
 	if err != nil {
 		return Result{}, nil, err
 	}
-	return refreshResult(f, inv, "inventory refreshed")
+	return refreshResult(RefreshData{Facts: f, Inventory: inv, Containers: refreshContainers(ctx, env.Exec, env.Out)}, "inventory refreshed")
 }
 
-func refreshResult(f facts.Facts, inv pkgmgr.Inventory, msg string) (Result, []byte, error) {
-	data, err := EncodeRefresh(RefreshData{Facts: f, Inventory: inv})
+// refreshContainers reads the container inventory for the refresh job.
+// The collector is its own engine detection (`command -v docker podman`
+// first, nothing else runs without an engine), so a server without one
+// costs this single command and prints nothing. A failed listing costs
+// only the container inventory (nil: the stored one stays): the package
+// refresh already succeeded.
+func refreshContainers(ctx context.Context, ex remote.Executor, out io.Writer) *containers.Inventory {
+	inv, err := collect(ctx, ex)
+	if err != nil {
+		if ctx.Err() == nil {
+			fmt.Fprintf(out, "lcm: the container inventory could not be read (%v); the stored one is kept\n", err)
+		}
+		return nil
+	}
+	if len(inv.Engines) > 0 {
+		engines := make([]string, len(inv.Engines))
+		for i, e := range inv.Engines {
+			engines[i] = string(e.Engine)
+		}
+		fmt.Fprintf(out, "lcm: %s: %d containers, %d images, %d compose projects\n", strings.Join(engines, ", "), len(inv.Containers), len(inv.Images), len(inv.Compose))
+	}
+	return &inv
+}
+
+func refreshResult(d RefreshData, msg string) (Result, []byte, error) {
+	f := d.Facts
+	data, err := EncodeRefresh(d)
 	if err != nil {
 		return Result{}, nil, err
 	}
@@ -290,7 +321,7 @@ func refreshAfter(ctx context.Context, env *Env, r Result, actErr error, msg str
 		}
 		return r, nil, err
 	}
-	out, data, err := refreshResult(f, inv, msg)
+	out, data, err := refreshResult(RefreshData{Facts: f, Inventory: inv}, msg)
 	if err != nil {
 		return r, nil, err
 	}

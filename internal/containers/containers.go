@@ -78,11 +78,16 @@ type Image struct {
 	Repository string `json:"repository"`
 	Tag        string `json:"tag"`
 	Digest     string `json:"digest,omitempty"`
-	Size       int64  `json:"size"`
-	InUse      bool   `json:"in_use"`
-	Dangling   bool   `json:"dangling"`
-	Containers int    `json:"containers"`
-	Update     string `json:"update"`
+	// Digests are every manifest digest the engine knows for this
+	// repository's image (podman's RepoDigests): an image pulled from a
+	// registry after it was built or imported locally keeps the local
+	// manifest as Digest and lists the registry's here.
+	Digests    []string `json:"digests,omitempty"`
+	Size       int64    `json:"size"`
+	InUse      bool     `json:"in_use"`
+	Dangling   bool     `json:"dangling"`
+	Containers int      `json:"containers"`
+	Update     string   `json:"update"`
 }
 
 // Ref is repository:tag, or the id when untagged.
@@ -134,6 +139,10 @@ type Inventory struct {
 	Containers []Container      `json:"containers"`
 	Images     []Image          `json:"images"`
 	Compose    []ComposeProject `json:"compose"`
+	// CVEPackages are the packages of the CVE-relevant containers, read by
+	// a container refresh (kept across refreshes while the container runs
+	// the same image).
+	CVEPackages []ImagePackages `json:"cve_packages,omitempty"`
 }
 
 // ImageRef is an image in use for the newer-image check.
@@ -143,6 +152,10 @@ type ImageRef struct {
 	Image string `json:"image"`
 	// Digest is the local repo digest (sha256:…), empty if unknown.
 	Digest string `json:"digest"`
+	// Digests are all manifest digests the local image is known by
+	// (Digest among them): the registry's current digest being one of
+	// them means up to date.
+	Digests []string `json:"digests,omitempty"`
 }
 
 // ImageUpdate is the checker's answer for one ImageRef.
@@ -174,7 +187,22 @@ func (inv *Inventory) InUseRefs() []ImageRef {
 			continue
 		}
 		seen[k] = true
-		out = append(out, ImageRef{Engine: c.Engine, Image: ref, Digest: c.ImageDigest})
+		r := ImageRef{Engine: c.Engine, Image: ref, Digest: c.ImageDigest}
+		if c.ImageDigest != "" {
+			r.Digests = append(r.Digests, c.ImageDigest)
+		}
+		repo := splitRef(ref)[0]
+		for _, im := range inv.Images {
+			if im.Engine != c.Engine || im.ID != c.ImageID || (im.Repository != repo && !im.Dangling && im.Repository != "<none>") {
+				continue
+			}
+			for _, d := range append([]string{im.Digest}, im.Digests...) {
+				if d != "" && !contains(r.Digests, d) {
+					r.Digests = append(r.Digests, d)
+				}
+			}
+		}
+		out = append(out, r)
 	}
 	return out
 }
@@ -235,4 +263,38 @@ func projectUpdate(p ComposeProject, cs []Container) string {
 		return UpdateNotChecked
 	}
 	return out
+}
+
+// Collected is one server's inventory as a job read it: what the regular
+// refresh job hands the containers service to store (the container jobs
+// store theirs through their own finish hook).
+type Collected struct {
+	ServerID  string
+	JobID     string
+	At        time.Time
+	Inventory Inventory
+}
+
+// Package is one package installed in a container's filesystem.
+type Package struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+	Arch    string `json:"arch,omitempty"`
+	Source  string `json:"source,omitempty"`
+}
+
+// ImagePackages are the packages read from a CVE-relevant container (its
+// image and what the container changed): they feed the vulnerability
+// scan. Only dpkg-based images (Debian, Ubuntu) are read; Error says why
+// a container could not be.
+type ImagePackages struct {
+	Engine    Engine    `json:"engine"`
+	Container string    `json:"container"`
+	Image     string    `json:"image"`
+	ImageID   string    `json:"image_id"`
+	OSID      string    `json:"os_id,omitempty"`
+	OSVersion string    `json:"os_version,omitempty"`
+	Packages  []Package `json:"packages"`
+	Error     string    `json:"error,omitempty"`
+	ReadAt    time.Time `json:"read_at"`
 }

@@ -380,9 +380,10 @@ type imageEntry struct {
 	Repository string `json:"Repository"`
 	Tag        string `json:"Tag"`
 	// podman
-	Id2      string   `json:"Id"`
-	Names    []string `json:"Names"`
-	Dangling *bool    `json:"Dangling"`
+	Id2         string   `json:"Id"`
+	Names       []string `json:"Names"`
+	Dangling    *bool    `json:"Dangling"`
+	RepoDigests []string `json:"RepoDigests"`
 	// both; docker prints Size and Containers as text
 	Digest     string          `json:"Digest"`
 	Size       json.RawMessage `json:"Size"`
@@ -429,10 +430,23 @@ func ParseImages(e Engine, b []byte) ([]Image, error) {
 			seen[k] = true
 			im := base
 			im.Repository, im.Tag = rt[0], rt[1]
+			im.Digests = repoDigests(p.RepoDigests, rt[0])
 			out = append(out, im)
 		}
 	}
 	return out, nil
+}
+
+// repoDigests returns the digests of podman's RepoDigests
+// ("repo@sha256:…") that belong to repo.
+func repoDigests(rds []string, repo string) []string {
+	var out []string
+	for _, rd := range rds {
+		if r, d, ok := strings.Cut(rd, "@"); ok && r == repo && !contains(out, d) {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 func cleanNone(s string) string {

@@ -396,3 +396,29 @@ func FuzzValidators(f *testing.F) {
 		_ = NormalizeRef(s)
 	})
 }
+
+// TestContainersRepoDigests: an image podman imported (or built) and then
+// pulled from a registry keeps its local manifest as Digest and lists the
+// registry's in RepoDigests (as podman 4.3.1 printed it on test host 14);
+// the newer-image check gets every digest of the repository.
+func TestContainersRepoDigests(t *testing.T) {
+	const local, remote = "sha256:a715ec151a07a0ad253d3b5c6f2079497e76881fd9d8fe1a3a179249e8a1b335", "sha256:0e0350b40239adeef2fee87ee9950604fb8fd796f60f4358c65cb522ed8aea19"
+	images := `[{"Id":"0f361fea23b19e6755fdb7f75cec0609b623b29cca4949eb0cff7d944064e01f","Digest":"` + local + `",
+ "RepoDigests":["127.0.0.1:5000/lcm/app@` + remote + `","127.0.0.1:5000/lcm/app@` + local + `","localhost/mini@` + remote + `","localhost/mini@` + local + `"],
+ "Names":["127.0.0.1:5000/lcm/app:v1","localhost/mini:1"],"Size":1024,"Containers":1}]`
+	ims, err := ParseImages(Podman, []byte(images))
+	if err != nil || len(ims) != 2 {
+		t.Fatalf("images %+v %v", ims, err)
+	}
+	for _, im := range ims {
+		if im.Digest != local || strings.Join(im.Digests, ",") != remote+","+local {
+			t.Fatalf("%s: digest %s, digests %v", im.Ref(), im.Digest, im.Digests)
+		}
+	}
+	inv := Inventory{Images: ims, Containers: []Container{{Engine: Podman, Name: "web", Image: "127.0.0.1:5000/lcm/app:v1",
+		ImageID: "0f361fea23b19e6755fdb7f75cec0609b623b29cca4949eb0cff7d944064e01f", ImageDigest: local}}}
+	refs := inv.InUseRefs()
+	if len(refs) != 1 || refs[0].Digest != local || strings.Join(refs[0].Digests, ",") != local+","+remote {
+		t.Fatalf("refs %+v", refs)
+	}
+}

@@ -25,8 +25,8 @@ type registryChecker struct{ r RegistryCheck }
 func (c registryChecker) Check(ctx context.Context, images []containers.ImageRef) ([]containers.ImageUpdate, error) {
 	refs := make([]registry.ImageRef, len(images))
 	for i, im := range images {
-		refs[i] = registry.ImageRef{Ref: im.Image}
-		if im.Digest != "" {
+		refs[i] = registry.ImageRef{Ref: im.Image, LocalDigests: im.Digests}
+		if len(im.Digests) == 0 && im.Digest != "" {
 			refs[i].LocalDigests = []string{im.Digest}
 		}
 	}

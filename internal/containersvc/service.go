@@ -95,23 +95,99 @@ func (s *Service) afterJob(ctx context.Context, job domain.Job) error {
 	if d.Inventory == nil {
 		return s.store.SetContainerOutcome(ctx, job.ServerID, job.ID, outcome)
 	}
-	data, err := json.Marshal(d.Inventory)
-	if err != nil {
-		return err
-	}
 	at := s.now().UTC()
 	if job.FinishedAt != nil {
 		at = *job.FinishedAt
 	}
-	if err := s.store.SetContainerInventory(ctx, store.ContainerInventory{ServerID: job.ServerID, Data: data, RefreshedAt: at, JobID: job.ID, Outcome: outcome}); err != nil {
+	return s.storeInventory(ctx, containers.Collected{ServerID: job.ServerID, JobID: job.ID, At: at, Inventory: *d.Inventory}, outcome)
+}
+
+// storeInventory stores an inventory a job read, then runs the newer-image
+// check (when configured): the one path for container jobs and refresh
+// jobs. A nil outcome keeps the stored last action.
+func (s *Service) storeInventory(ctx context.Context, c containers.Collected, outcome []byte) error {
+	if err := s.keepPackages(ctx, &c); err != nil {
 		return err
 	}
-	if c := s.updateChecker(); c != nil {
-		if err := s.checkUpdates(ctx, c, job.ServerID, *d.Inventory); err != nil {
-			s.log.Warn("newer-image check failed", "server_id", job.ServerID, "err", err)
+	data, err := json.Marshal(c.Inventory)
+	if err != nil {
+		return err
+	}
+	if err := s.store.SetContainerInventory(ctx, store.ContainerInventory{ServerID: c.ServerID, Data: data, RefreshedAt: c.At, JobID: c.JobID, Outcome: outcome}); err != nil {
+		return err
+	}
+	if ch := s.updateChecker(); ch != nil {
+		if err := s.checkUpdates(ctx, ch, c.ServerID, c.Inventory); err != nil {
+			s.log.Warn("newer-image check failed", "server_id", c.ServerID, "err", err)
 		}
 	}
 	return nil
+}
+
+// keepPackages carries the packages of CVE-relevant containers over from
+// the stored inventory when c did not read them (a regular refresh, or a
+// container action) and the container still runs the same image.
+func (s *Service) keepPackages(ctx context.Context, c *containers.Collected) error {
+	if len(c.Inventory.Containers) == 0 {
+		return nil
+	}
+	old, known, err := s.stored(ctx, c.ServerID)
+	if err != nil || !known || len(old.CVEPackages) == 0 {
+		return err
+	}
+	read := map[string]bool{}
+	for _, ip := range c.Inventory.CVEPackages {
+		read[string(ip.Engine)+" "+ip.Container] = true
+	}
+	for _, ip := range old.CVEPackages {
+		if read[string(ip.Engine)+" "+ip.Container] {
+			continue
+		}
+		if ct, ok := findContainer(c.Inventory, ip.Engine, ip.Container); ok && ct.ImageID == ip.ImageID {
+			c.Inventory.CVEPackages = append(c.Inventory.CVEPackages, ip)
+		}
+	}
+	return nil
+}
+
+func findContainer(inv containers.Inventory, e containers.Engine, name string) (containers.Container, bool) {
+	for _, ct := range inv.Containers {
+		if ct.Engine == e && ct.Name == name {
+			return ct, true
+		}
+	}
+	return containers.Container{}, false
+}
+
+// IngestRefreshes stores the container inventories regular refresh jobs
+// read (the inventory service hands them over from its refresh ingest,
+// see inventory.Service.OnContainers), exactly as a container refresh
+// job's: the inventory, then the newer-image check. A server where the
+// refresh found no engine is only written if it has a stored inventory
+// (the engine was removed): a fleet without containers costs one query
+// per batch. It returns one error per inventory, in order.
+func (s *Service) IngestRefreshes(ctx context.Context, cs []containers.Collected) []error {
+	errs := make([]error, len(cs))
+	var none []string
+	for _, c := range cs {
+		if len(c.Inventory.Engines) == 0 {
+			none = append(none, c.ServerID)
+		}
+	}
+	had, err := s.store.ContainerInventoryServers(ctx, none)
+	if err != nil {
+		for i := range errs {
+			errs[i] = err
+		}
+		return errs
+	}
+	for i, c := range cs {
+		if len(c.Inventory.Engines) == 0 && !had[c.ServerID] {
+			continue
+		}
+		errs[i] = s.storeInventory(ctx, c, nil)
+	}
+	return errs
 }
 
 // checkUpdates asks the checker about the images in use and stores the
@@ -175,6 +251,17 @@ func (s *Service) Submit(ctx context.Context, p *domain.Principal, serverID stri
 	if known {
 		if err := s.precheck(inv, &params); err != nil {
 			return domain.Job{}, err
+		}
+	}
+	if params.Op == actions.ContainerRefresh {
+		// The refresh reads the packages of the CVE-relevant containers.
+		marks, err := s.store.ContainerCVEMarks(ctx, store.SystemScope, serverID)
+		if err != nil {
+			return domain.Job{}, err
+		}
+		params.CVE = nil
+		for _, m := range marks {
+			params.CVE = append(params.CVE, actions.CVERef{Engine: containers.Engine(m.Engine), Container: m.Container})
 		}
 	}
 	return s.jobs.SubmitServer(ctx, p, srv, domain.JobContainer, params)

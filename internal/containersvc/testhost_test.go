@@ -12,11 +12,16 @@ import (
 	"github.com/lcmproject/lcm/internal/actions"
 	"github.com/lcmproject/lcm/internal/containers"
 	"github.com/lcmproject/lcm/internal/domain"
+	"github.com/lcmproject/lcm/internal/facts"
+	"github.com/lcmproject/lcm/internal/inventory"
+	"github.com/lcmproject/lcm/internal/pkgmgr"
 	"github.com/lcmproject/lcm/internal/remote"
+	"github.com/lcmproject/lcm/internal/sbom"
 	"github.com/lcmproject/lcm/internal/sshexec"
 	"github.com/lcmproject/lcm/internal/store"
 	"github.com/lcmproject/lcm/internal/testutil"
 	"github.com/lcmproject/lcm/internal/testutil/plane"
+	"github.com/lcmproject/lcm/internal/vulnsvc"
 )
 
 // hostSetup makes test host 14 a Podman server: podman and runc from
@@ -185,4 +190,80 @@ func TestContainersOnTestHost(t *testing.T) {
 	if err != nil || len(cs) != 1 || cs[0].ServerName != "ctr-host-14" {
 		t.Fatalf("fleet containers %+v %v", cs, err)
 	}
+
+	// CVE-relevant containers feed the vulnerability scan: an image with
+	// a real Debian 12 dpkg database (the host's own, on mini's files),
+	// a stopped container of it marked CVE-relevant; the container
+	// refresh reads its packages and the server's SBOM lists them.
+	out.Reset()
+	res, err = root.Run(ctx, remote.Command{Cmd: debImageSetup, Stdout: &out, Stderr: &out, Timeout: 5 * time.Minute})
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("dpkg image on test host 14: %v exit %d\n%s", err, res.ExitCode, out.String())
+	}
+	run(actions.ContainerParams{Op: actions.ContainerRefresh}, domain.JobSuccess)
+	if err := svc.SetCVERelevance(ctx, p.Admin, srv.ID, "", "lcme-deb", true); err != nil {
+		t.Fatal(err)
+	}
+	_, v = run(actions.ContainerParams{Op: actions.ContainerRefresh}, domain.JobSuccess)
+	var deb, mini *containers.ImagePackages
+	for i, ip := range v.CVEPackages {
+		switch ip.Container {
+		case "lcme-deb":
+			deb = &v.CVEPackages[i]
+		case "lcme-app":
+			mini = &v.CVEPackages[i]
+		}
+	}
+	if deb == nil || deb.Error != "" || deb.OSID != "debian" || deb.OSVersion != "12" || len(deb.Packages) < 50 {
+		t.Fatalf("packages of lcme-deb: %+v", deb)
+	}
+	if mini == nil || mini.Error == "" || len(mini.Packages) != 0 {
+		t.Fatalf("lcme-app (no dpkg in mini) %+v", mini)
+	}
+	// The SBOM needs the server's own facts and packages (a refresh).
+	invSvc := inventory.New(p.Store, inventory.Options{})
+	if err := invSvc.Ingest(ctx, srv.ID, facts.Facts{OS: facts.OSRelease{ID: "debian", VersionID: "12", PrettyName: "Debian GNU/Linux 12 (bookworm)"}},
+		pkgmgr.Inventory{Manager: "apt", Packages: []pkgmgr.Package{{Name: "bash", Version: "5.2.15-2+b7", Arch: "amd64", Manager: "apt"}}}); err != nil {
+		t.Fatal(err)
+	}
+	bom, err := vulnsvc.New(p.Store, nil, nil, nil).SBOM(ctx, p.Admin, srv.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inCtr, distro := 0, 0
+	for _, c := range *bom.Components {
+		if c.Properties == nil {
+			continue
+		}
+		for _, pr := range *c.Properties {
+			if pr.Name == sbom.ContainerProperty && pr.Value == "podman/lcme-deb" {
+				inCtr++
+				if strings.Contains(c.PackageURL, "distro=debian-12") {
+					distro++
+				}
+			}
+		}
+	}
+	if inCtr != len(deb.Packages) || distro != inCtr {
+		t.Fatalf("SBOM: %d components of podman/lcme-deb (%d with distro debian-12), want %d", inCtr, distro, len(deb.Packages))
+	}
+	// Unmarked, the container leaves the SBOM.
+	if err := svc.SetCVERelevance(ctx, p.Admin, srv.ID, "", "lcme-deb", false); err != nil {
+		t.Fatal(err)
+	}
+	if bom, err = vulnsvc.New(p.Store, nil, nil, nil).SBOM(ctx, p.Admin, srv.ID); err != nil || len(*bom.Components) != 2 {
+		t.Fatalf("SBOM after unmarking: %v", err)
+	}
 }
+
+// debImageSetup builds localhost/debpkgs:1 from mini's files plus the
+// host's own /var/lib/dpkg/status and /usr/lib/os-release (a real Debian
+// 12 package database) and leaves a stopped container lcme-deb of it.
+const debImageSetup = `set -e
+r=$(mktemp -d); mkdir -p $r/bin $r/lib/x86_64-linux-gnu $r/lib64 $r/tmp $r/proc $r/dev $r/sys $r/etc $r/var/lib/dpkg $r/usr/lib
+cp /bin/sh /bin/true $r/bin/; cp /lib/x86_64-linux-gnu/libc.so.6 $r/lib/x86_64-linux-gnu/; cp /lib64/ld-linux-x86-64.so.2 $r/lib64/
+cp /var/lib/dpkg/status $r/var/lib/dpkg/status; cp /usr/lib/os-release $r/usr/lib/os-release; ln -s ../usr/lib/os-release $r/etc/os-release
+tar -C $r -c . | podman import - localhost/debpkgs:1 >/dev/null
+rm -rf $r
+podman run --network none --name lcme-deb localhost/debpkgs:1 /bin/true
+`

@@ -148,8 +148,19 @@ func DefaultTable() *Table {
 	t.Pin(IsListRefresh, simple(func(r *Request) (string, int) {
 		return "Hit:1 http://deb.debian.org/debian bookworm InRelease\nHit:2 http://deb.debian.org/debian-security bookworm-security InRelease\nReading package lists...\n", 0
 	}))
+	// The container collector (which the refresh job runs): a simulated
+	// host has neither docker nor podman, so it prints nothing.
+	t.HandleFunc(IsContainerCollect, simple(func(*Request) (string, int) { return "", 0 }))
 	return t
 }
+
+// containerMarker is the section header of LCM's container collector
+// (containers.Script; repeated here so the simulator stays free of LCM's
+// packages). No other command LCM sends contains it.
+const containerMarker = "@@lcm %s %s %s"
+
+// IsContainerCollect reports whether cmd is LCM's container collector.
+func IsContainerCollect(cmd string) bool { return strings.Contains(cmd, containerMarker) }
 
 // IsListsAge reports whether cmd is LCM's package-lists age probe
 // (pkgmgr's ListsAge).

@@ -11,8 +11,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
+	"github.com/lcmproject/lcm/internal/containers"
 	"github.com/lcmproject/lcm/internal/domain"
 	"github.com/lcmproject/lcm/internal/facts"
 	"github.com/lcmproject/lcm/internal/pkgmgr"
@@ -36,11 +38,12 @@ const (
 
 // Service is the inventory service.
 type Service struct {
-	store     *store.Store
-	onIngest  func(ctx context.Context, serverIDs []string) error
-	log       *slog.Logger
-	now       func() time.Time
-	retention time.Duration
+	store      *store.Store
+	onIngest   func(ctx context.Context, serverIDs []string) error
+	containers atomic.Pointer[ContainersHook]
+	log        *slog.Logger
+	now        func() time.Time
+	retention  time.Duration
 }
 
 // Options configure the service.
@@ -67,6 +70,21 @@ func New(st *store.Store, o Options) *Service {
 		s.retention = DefaultRetention
 	}
 	return s
+}
+
+// ContainersHook stores the container inventories refresh jobs read
+// (containersvc.Service.IngestRefreshes): one error per inventory.
+type ContainersHook func(ctx context.Context, cs []containers.Collected) []error
+
+// OnContainers sets the hook IngestJobs hands the refresh jobs' container
+// inventories to (nil: they are dropped). The inventory service stores
+// packages and facts; the containers are the containers service's.
+func (s *Service) OnContainers(h ContainersHook) {
+	if h == nil {
+		s.containers.Store(nil)
+		return
+	}
+	s.containers.Store(&h)
 }
 
 // Refresh is what one refresh of one server learned.

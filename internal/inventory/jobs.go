@@ -2,9 +2,12 @@ package inventory
 
 import (
 	"context"
+	"fmt"
 	"sync"
+	"time"
 
 	"github.com/lcmproject/lcm/internal/actions"
+	"github.com/lcmproject/lcm/internal/containers"
 	"github.com/lcmproject/lcm/internal/domain"
 	"github.com/lcmproject/lcm/internal/safe"
 	"github.com/lcmproject/lcm/internal/store"
@@ -58,6 +61,8 @@ func (s *Service) IngestJobs(ctx context.Context, jobs []domain.Job) []error {
 			for g := range groups {
 				var rs []Refresh
 				var idx []int // rs[k] is jobs[idx[k]]
+				var cs []containers.Collected
+				var cidx []int // cs[k] is jobs[cidx[k]]
 				for k, d := range g.data {
 					i := g.lo + k
 					handled[i] = true
@@ -68,10 +73,21 @@ func (s *Service) IngestJobs(ctx context.Context, jobs []domain.Job) []error {
 					default:
 						rs = append(rs, Refresh{ServerID: jobs[i].ServerID, Facts: d.Facts, Inventory: d.Inventory})
 						idx = append(idx, i)
+						if d.Containers != nil {
+							cs = append(cs, containers.Collected{ServerID: jobs[i].ServerID, JobID: jobs[i].ID, At: finishedAt(jobs[i]), Inventory: *d.Containers})
+							cidx = append(cidx, i)
+						}
 					}
 				}
 				for k, err := range s.IngestMany(ctx, rs) {
 					errs[idx[k]] = err
+				}
+				if h := s.containers.Load(); h != nil && len(cs) > 0 {
+					for k, err := range (*h)(ctx, cs) {
+						if err != nil && errs[cidx[k]] == nil {
+							errs[cidx[k]] = fmt.Errorf("container inventory: %w", err)
+						}
+					}
 				}
 			}
 		})
@@ -83,4 +99,12 @@ func (s *Service) IngestJobs(ctx context.Context, jobs []domain.Job) []error {
 		}
 	}
 	return errs
+}
+
+// finishedAt is when a job ended (its creation if it never recorded one).
+func finishedAt(j domain.Job) time.Time {
+	if j.FinishedAt != nil {
+		return *j.FinishedAt
+	}
+	return j.CreatedAt
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lcmproject/lcm/internal/containersvc"
 	"github.com/lcmproject/lcm/internal/domain"
 	"github.com/lcmproject/lcm/internal/fleetsim"
 	"github.com/lcmproject/lcm/internal/inventory"
@@ -21,12 +22,15 @@ import (
 
 // inventoryHooks mirrors cmd/api's registerInventoryHooks for the refresh
 // kinds: the refresh data of the jobs one ingest batch finished is
-// ingested into the inventory at once (which recomputes the status), then
-// the status batch hook runs. ingested counts the refresh results stored.
+// ingested into the inventory at once (which recomputes the status), the
+// container inventories the refreshes read go to the containers service
+// (as cmd/api's wireContainers connects them), then the status batch hook
+// runs. ingested counts the refresh results stored.
 func inventoryHooks(p *plane.Plane, ingested *atomic.Int64) {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	st := status.New(p.Store, quiet)
 	inv := inventory.New(p.Store, inventory.Options{Log: quiet, OnIngest: st.RecomputeMany})
+	inv.OnContainers(containersvc.New(p.Store, p.Jobs, quiet).IngestRefreshes)
 	ingest := func(ctx context.Context, jobs []domain.Job) []error {
 		errs := inv.IngestJobs(ctx, jobs)
 		for i, err := range errs {

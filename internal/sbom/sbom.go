@@ -23,8 +23,12 @@ import (
 )
 
 // Package is one installed package as the control plane records it.
+// Container names the CVE-relevant container a package was read from
+// (empty: the server's own); such a package carries the container's
+// distribution in OSID and OSVersion.
 type Package struct {
 	Name, Version, Arch, Source, Manager string
+	Container, OSID, OSVersion           string
 }
 
 // Server is what an SBOM describes.
@@ -38,6 +42,19 @@ type Server struct {
 
 // SourceProperty names the CycloneDX property carrying the source package.
 const SourceProperty = "lcm:package:source"
+
+// ContainerProperty names the CycloneDX property carrying the container a
+// package was read from ("docker/web", "podman/db").
+const ContainerProperty = "lcm:container"
+
+// purlOf is the purl of p: a container's package on the container's
+// distribution, the server's on the server's.
+func purlOf(p Package, osID, osVersion string) string {
+	if p.Container != "" {
+		osID, osVersion = p.OSID, p.OSVersion
+	}
+	return PURL(p, osID, osVersion)
+}
 
 // purlType maps a package manager to its purl type.
 func purlType(manager string) string {
@@ -128,6 +145,9 @@ func Build(s Server, now time.Time) *cdx.BOM {
 	pkgs := append([]Package(nil), s.Packages...)
 	sort.Slice(pkgs, func(i, j int) bool {
 		a, b := pkgs[i], pkgs[j]
+		if a.Container != b.Container {
+			return a.Container < b.Container
+		}
 		if a.Name != b.Name {
 			return a.Name < b.Name
 		}
@@ -139,17 +159,30 @@ func Build(s Server, now time.Time) *cdx.BOM {
 	refs := make([]string, 0, len(pkgs))
 	seen := map[string]bool{}
 	for _, p := range pkgs {
-		purl := PURL(p, s.OSID, s.OSVersion)
-		if purl == "" || seen[purl] {
+		purl := purlOf(p, s.OSID, s.OSVersion)
+		ref := purl
+		if p.Container != "" {
+			// The same package in a container and on the host (or in two
+			// containers) stays one component each.
+			ref = "container:" + p.Container + "/" + purl
+		}
+		if purl == "" || seen[ref] {
 			continue
 		}
-		seen[purl] = true
-		c := cdx.Component{BOMRef: purl, Type: cdx.ComponentTypeLibrary, Name: p.Name, Version: p.Version, PackageURL: purl}
+		seen[ref] = true
+		c := cdx.Component{BOMRef: ref, Type: cdx.ComponentTypeLibrary, Name: p.Name, Version: p.Version, PackageURL: purl}
+		var props []cdx.Property
 		if p.Source != "" {
-			c.Properties = &[]cdx.Property{{Name: SourceProperty, Value: p.Source}}
+			props = append(props, cdx.Property{Name: SourceProperty, Value: p.Source})
+		}
+		if p.Container != "" {
+			props = append(props, cdx.Property{Name: ContainerProperty, Value: p.Container})
+		}
+		if len(props) > 0 {
+			c.Properties = &props
 		}
 		comps = append(comps, c)
-		refs = append(refs, purl)
+		refs = append(refs, ref)
 	}
 	bom.Components = &comps
 	bom.Dependencies = &[]cdx.Dependency{{Ref: osRef, Dependencies: &refs}}
@@ -248,7 +281,11 @@ func ParsePURL(p string) (vulndb.Component, bool) {
 func PackageSetKey(s Server) string {
 	purls := make([]string, 0, len(s.Packages))
 	for _, p := range s.Packages {
-		purls = append(purls, PURL(p, s.OSID, s.OSVersion))
+		purl := purlOf(p, s.OSID, s.OSVersion)
+		if p.Container != "" {
+			purl = p.Container + "/" + purl
+		}
+		purls = append(purls, purl)
 	}
 	sort.Strings(purls)
 	h := sha256.New()

@@ -131,3 +131,57 @@ func FuzzParsePURL(f *testing.F) {
 		}
 	})
 }
+
+// TestBuildContainerPackages: packages of a CVE-relevant container are
+// components of their own, on the container's distribution, named by the
+// lcm:container property, also when the host has the same package; the
+// SBOM stays valid CycloneDX 1.6, and the package set key sees them.
+func TestBuildContainerPackages(t *testing.T) {
+	s := testServer
+	s.Packages = append(append([]sbom.Package(nil), s.Packages...),
+		sbom.Package{Name: "libssl3", Version: "3.0.20-1~deb12u2", Arch: "amd64", Source: "openssl", Manager: "dpkg", Container: "podman/web", OSID: "debian", OSVersion: "12"},
+		sbom.Package{Name: "libssl3", Version: "3.0.2-0ubuntu1.18", Arch: "amd64", Source: "openssl", Manager: "dpkg", Container: "docker/api", OSID: "ubuntu", OSVersion: "22.04"})
+	bom := sbom.Build(s, time.Unix(1700000000, 0))
+	b, err := sbom.Marshal(bom)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := compileSchema(t).Validate(doc); err != nil {
+		t.Fatalf("SBOM with container packages does not validate: %v\n%s", err, b)
+	}
+	in := map[string]string{} // container → purl of its libssl3
+	hostLibssl := 0
+	for _, c := range *bom.Components {
+		if c.Name != "libssl3" {
+			continue
+		}
+		ctr := ""
+		if c.Properties != nil {
+			for _, p := range *c.Properties {
+				if p.Name == sbom.ContainerProperty {
+					ctr = p.Value
+				}
+			}
+		}
+		if ctr == "" {
+			hostLibssl++
+			continue
+		}
+		in[ctr] = c.PackageURL
+	}
+	if hostLibssl != 1 || len(in) != 2 ||
+		in["podman/web"] != "pkg:deb/debian/libssl3@3.0.20-1~deb12u2?arch=amd64&distro=debian-12&upstream=openssl" ||
+		!strings.Contains(in["docker/api"], "pkg:deb/ubuntu/libssl3@3.0.2-0ubuntu1.18") || !strings.Contains(in["docker/api"], "distro=ubuntu-22.04") {
+		t.Fatalf("host libssl3 %d, container purls %v", hostLibssl, in)
+	}
+	if len(sbom.Components(bom)) != 6 {
+		t.Fatalf("matcher components %d, want 6 (4 host + 2 container)", len(sbom.Components(bom)))
+	}
+	if sbom.PackageSetKey(s) == sbom.PackageSetKey(testServer) {
+		t.Fatal("the package set key ignores container packages")
+	}
+}

@@ -29,11 +29,17 @@ func (r containerInventoryRow) out() ContainerInventory {
 }
 
 // SetContainerInventory stores a server's inventory read by a container
-// job (replacing the previous one; the update answers are kept).
+// job or a refresh job (replacing the previous one; the update answers are
+// kept). A nil Outcome keeps the stored one: a refresh job is no container
+// action, the last action's outcome stays on the server page.
 func (s *Store) SetContainerInventory(ctx context.Context, inv ContainerInventory) error {
 	row := containerInventoryRow{ServerID: inv.ServerID, Data: string(inv.Data), RefreshedAt: inv.RefreshedAt.UTC(), JobID: inv.JobID, Outcome: string(inv.Outcome)}
+	cols := []string{"data", "refreshed_at", "job_id", "outcome"}
+	if inv.Outcome == nil {
+		cols = cols[:3]
+	}
 	err := s.conn(ctx).Omit("Server").Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "server_id"}},
-		DoUpdates: clause.AssignmentColumns([]string{"data", "refreshed_at", "job_id", "outcome"})}).Create(&row).Error
+		DoUpdates: clause.AssignmentColumns(cols)}).Create(&row).Error
 	if errors.Is(err, gorm.ErrForeignKeyViolated) {
 		return domain.NotFound("server")
 	}
@@ -76,6 +82,24 @@ func (s *Store) GetContainerInventory(ctx context.Context, serverID string) (Con
 		return ContainerInventory{}, mapErr(err, "container inventory")
 	}
 	return row.out(), nil
+}
+
+// ContainerInventoryServers returns which of ids have a stored container
+// inventory (one query: the refresh ingest asks it for the servers whose
+// refresh found no engine).
+func (s *Store) ContainerInventoryServers(ctx context.Context, ids []string) (map[string]bool, error) {
+	out := map[string]bool{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	var have []string
+	if err := s.conn(ctx).Model(&containerInventoryRow{}).Where("server_id IN ?", ids).Pluck("server_id", &have).Error; err != nil {
+		return nil, mapErr(err, "container inventories")
+	}
+	for _, id := range have {
+		out[id] = true
+	}
+	return out, nil
 }
 
 // ListContainerInventories returns the inventories of the servers visible

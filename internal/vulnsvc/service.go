@@ -19,6 +19,7 @@ import (
 	cdx "github.com/CycloneDX/cyclonedx-go"
 
 	"github.com/lcmproject/lcm/internal/bus"
+	"github.com/lcmproject/lcm/internal/containers"
 	"github.com/lcmproject/lcm/internal/domain"
 	"github.com/lcmproject/lcm/internal/facts"
 	"github.com/lcmproject/lcm/internal/sbom"
@@ -83,6 +84,48 @@ func (s *Service) serverSBOM(ctx context.Context, id string) (sbom.Server, error
 		Packages: make([]sbom.Package, len(pkgs))}
 	for i, p := range pkgs {
 		out.Packages[i] = sbom.Package{Name: p.Name, Version: p.Version, Arch: p.Arch, Source: p.Source, Manager: p.Manager}
+	}
+	cps, err := s.containerPackages(ctx, id)
+	if err != nil {
+		return sbom.Server{}, err
+	}
+	out.Packages = append(out.Packages, cps...)
+	return out, nil
+}
+
+// containerPackages are the packages the last container refresh read from
+// the server's CVE-relevant containers (issue 15): only containers still
+// marked, as "engine/name".
+func (s *Service) containerPackages(ctx context.Context, id string) ([]sbom.Package, error) {
+	row, err := s.store.GetContainerInventory(ctx, id)
+	if errors.Is(err, domain.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var inv containers.Inventory
+	if json.Unmarshal(row.Data, &inv) != nil || len(inv.CVEPackages) == 0 {
+		return nil, nil
+	}
+	marks, err := s.store.ContainerCVEMarks(ctx, store.SystemScope, id)
+	if err != nil {
+		return nil, err
+	}
+	marked := map[string]bool{}
+	for _, m := range marks {
+		marked[m.Engine+"/"+m.Container] = true
+	}
+	var out []sbom.Package
+	for _, ip := range inv.CVEPackages {
+		name := string(ip.Engine) + "/" + ip.Container
+		if ip.Error != "" || !marked[name] {
+			continue
+		}
+		for _, p := range ip.Packages {
+			out = append(out, sbom.Package{Name: p.Name, Version: p.Version, Arch: p.Arch, Source: p.Source, Manager: "dpkg",
+				Container: name, OSID: ip.OSID, OSVersion: ip.OSVersion})
+		}
 	}
 	return out, nil
 }
