@@ -471,5 +471,8 @@ func (ListeningPortsScan) Run(ctx context.Context, env *Env) (Result, error) {
 		}
 	}
 	res.Message = fmt.Sprintf("%d listening sockets, %d open to the world", len(socks), world)
+	if scan.Partial {
+		res.Message += "; process names of other users' sockets could not be read (sudo ss is not allowed, as in restricted sudo mode)"
+	}
 	return res, nil
 }
