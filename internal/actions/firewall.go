@@ -74,10 +74,20 @@ func runFw(ctx context.Context, ex remote.Executor, out io.Writer, cmds ...firew
 			return err
 		}
 		if code != 0 {
+			if c.Args[0] == "systemctl" && sudoRestricted(ctx, ex) {
+				return failf("%s exited with code %d: restricted sudo mode allows the firewall tool but not systemctl, so starting or stopping firewalld needs full sudo mode (or start it on the server)", strings.Join(c.Args, " "), code)
+			}
 			return failf("%s exited with code %d (see the output)", strings.Join(c.Args, " "), code)
 		}
 	}
 	return nil
+}
+
+// sudoRestricted reports whether the management user's sudo refuses a
+// plain command (restricted mode) — asked only to explain a failure.
+func sudoRestricted(ctx context.Context, ex remote.Executor) bool {
+	code, err := run(ctx, ex, io.Discard, remote.Command{Cmd: "sudo -n true"})
+	return err == nil && code != 0
 }
 
 // detectFirewall names the backend on the server ("" none).
@@ -471,5 +481,8 @@ func (ListeningPortsScan) Run(ctx context.Context, env *Env) (Result, error) {
 		}
 	}
 	res.Message = fmt.Sprintf("%d listening sockets, %d open to the world", len(socks), world)
+	if scan.Partial {
+		res.Message += "; process names of other users' sockets could not be read (sudo ss is not allowed, as in restricted sudo mode)"
+	}
 	return res, nil
 }

@@ -4,50 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/lcmproject/lcm/internal/domain"
 	"github.com/lcmproject/lcm/internal/remote"
+	"github.com/lcmproject/lcm/internal/testutil"
 )
 
-var (
-	helperOnce sync.Once
-	helperBin  string
-	helperErr  error
-)
-
-// buildHelper builds cmd/helper once per test run (static, as make does).
-func buildHelper(t *testing.T) string {
-	t.Helper()
-	helperOnce.Do(func() {
-		dir, err := filepathTemp()
-		if err != nil {
-			helperErr = err
-			return
-		}
-		helperBin = filepath.Join(dir, "lcm-helper")
-		cmd := exec.Command("go", "build", "-trimpath", "-o", helperBin, "github.com/lcmproject/lcm/cmd/helper")
-		cmd.Env = append(cmd.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			helperErr = errors.New(string(out))
-		}
-	})
-	if helperErr != nil {
-		t.Fatalf("build helper: %v", helperErr)
-	}
-	t.Setenv("LCM_HELPER_BIN", helperBin)
-	return helperBin
-}
-
-func filepathTemp() (string, error) {
-	out, err := exec.Command("mktemp", "-d").Output()
-	return strings.TrimSpace(string(out)), err
-}
+// buildHelper builds cmd/helper once per test run (testutil.BuildHelper).
+func buildHelper(t *testing.T) string { return testutil.BuildHelper(t) }
 
 // as runs cmd on a fresh connection of env's user and returns the exit code.
 func as(t *testing.T, env *Env, cmd string) (int, string) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -228,4 +229,187 @@ EOF`)
 			t.Fatalf("a fresh login after the rollback: %v", err)
 		}
 	})
+}
+
+// restrictSudo switches the management user's sudo mode with the real
+// action (lcm-helper built from this repo and installed by it).
+func restrictSudo(t *testing.T, env *actions.Env, out *bytes.Buffer, mode string) *actions.SudoProof {
+	t.Helper()
+	env.Params, _ = json.Marshal(actions.RestrictSudoParams{Mode: mode})
+	r, err := (actions.RestrictSudo{}).Run(context.Background(), env)
+	if err != nil || r.Sudo == nil || !r.Sudo.Proven || r.Sudo.Mode != mode {
+		t.Fatalf("restrict-sudo %s: %v %+v\n%s", mode, err, r.Sudo, out)
+	}
+	return r.Sudo
+}
+
+// asLCM runs cmd on a fresh connection of the management user and
+// returns its exit code and output.
+func asLCM(t *testing.T, env *actions.Env, cmd string) (int, string) {
+	t.Helper()
+	ex, err := env.Dial(context.Background(), env.Creds.User, env.Creds.PrivateKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ex.Close()
+	var o bytes.Buffer
+	res, err := ex.Run(context.Background(), remote.Command{Cmd: cmd, Stdout: &o, Stderr: &o})
+	if err != nil {
+		t.Fatalf("%s: %v", cmd, err)
+	}
+	return res.ExitCode, o.String()
+}
+
+// restrictedScan runs the listening-ports scan in restricted mode: ss runs
+// without root, so sshd (root's) is listed without its process, and the
+// result says so.
+func restrictedScan(t *testing.T, env *actions.Env, out *bytes.Buffer, tool string) {
+	t.Helper()
+	res, err := (actions.ListeningPortsScan{}).Run(context.Background(), env)
+	if err != nil {
+		t.Fatalf("scan: %v\n%s", err, out)
+	}
+	if !res.Ports.Partial || !strings.Contains(res.Message, "process names") || !strings.Contains(out.String(), "sudo ss is not allowed") {
+		t.Fatalf("a scan in restricted mode must say process names are missing: partial %v, %q", res.Ports.Partial, res.Message)
+	}
+	var sshd *firewall.Socket
+	for i, s := range res.Ports.Sockets {
+		if s.Port == 22 && s.Proto == "tcp" && s.Public {
+			sshd = &res.Ports.Sockets[i]
+		}
+		if s.Process != "" {
+			// Only the management user's own processes are visible, and
+			// none of them listens on the test host.
+			t.Errorf("process %q on %s:%d read without root", s.Process, s.Address, s.Port)
+		}
+	}
+	if sshd == nil || sshd.Open != firewall.OpenRestricted || res.Ports.Firewall == nil || res.Ports.Firewall.Tool != tool || !res.Ports.Firewall.Active {
+		t.Fatalf("scan: sshd %+v, firewall %+v (all %+v)", sshd, res.Ports.Firewall, res.Ports.Sockets)
+	}
+}
+
+// TestFirewallRestrictedSudoOnNetnsTestHost: the firewall actions and the
+// listening-ports scan work with the management user's sudo restricted to
+// the allowlist (package tools, containers, the firewall tool, lcm-helper),
+// each change read back as root from outside LCM.
+func TestFirewallRestrictedSudoOnNetnsTestHost(t *testing.T) {
+	testutil.BuildHelper(t)
+	root, env, out := firewallHost(t)
+	h := testutil.TestHostAt(t, firewallHostIndex)
+	mgmtKey := env.Creds.PrivateKey
+	// Registered after firewallHost's: runs before the reset.
+	t.Cleanup(func() {
+		out.Reset()
+		env.Params, _ = json.Marshal(actions.RestrictSudoParams{Mode: domain.SudoFull})
+		if r, err := (actions.RestrictSudo{}).Run(context.Background(), env); err != nil || r.Sudo == nil || !r.Sudo.Proven {
+			t.Errorf("restoring full mode: %v\n%s", err, out)
+		}
+	})
+
+	sp := restrictSudo(t, env, out, domain.SudoRestricted)
+	for _, p := range []string{"/usr/sbin/ufw", "/usr/sbin/nft", actions.HelperPath} {
+		if !slices.Contains(sp.Allowed, p) {
+			t.Fatalf("allowlist lacks %s: %v", p, sp.Allowed)
+		}
+	}
+	// Restricted, proven from a fresh connection: no shell, no ss as root.
+	for _, cmd := range []string{"sudo -n sh -c true", "sudo -n /bin/sh -c true", "sudo -n true", "sudo -n ss -tulpnH"} {
+		if code, o := asLCM(t, env, cmd); code == 0 {
+			t.Fatalf("restricted mode: %s works\n%s", cmd, o)
+		}
+	}
+	if code, o := asLCM(t, env, "sudo -n ufw status"); code != 0 {
+		t.Fatalf("restricted mode: sudo -n ufw status: exit %d\n%s", code, o)
+	}
+	web := firewall.Rule{Port: 8080, Proto: firewall.TCP, Comment: "web"}
+
+	t.Run("ufw", func(t *testing.T) {
+		pr := mustFw(t, env, out, domain.FirewallStatus)
+		if pr.Tool != firewall.UFW || pr.Active {
+			t.Fatalf("before: %+v", pr)
+		}
+		pr = mustFw(t, env, out, domain.FirewallEnable)
+		if !pr.Active || !pr.FreshLogin || pr.LCMRule == nil || pr.LCMRule.Source != lcmAddr+"/32" || pr.LCMRule.Port != 22 {
+			t.Fatalf("enable: %+v\n%s", pr, out)
+		}
+		if err := freshLogin(t, env); err != nil {
+			t.Fatalf("a fresh login after enabling: %v", err)
+		}
+		mustFw(t, env, out, domain.FirewallAdd, web)
+		status := sh(t, root, "ufw status")
+		if !strings.Contains(status, "Status: active") || !strings.Contains(status, "8080/tcp") || !strings.Contains(status, "22/tcp") || !strings.Contains(status, lcmAddr) {
+			t.Fatalf("ufw status (as root) after enable and add:\n%s", status)
+		}
+		restrictedScan(t, env, out, firewall.UFW)
+
+		pr = mustFw(t, env, out, domain.FirewallRemove, web)
+		if (firewall.State{Rules: pr.Rules}).Has(web) || !pr.FreshLogin {
+			t.Fatalf("remove: %+v", pr)
+		}
+		if s := sh(t, root, "ufw status"); strings.Contains(s, "8080") {
+			t.Fatalf("ufw status (as root) still lists 8080:\n%s", s)
+		}
+		pr = mustFw(t, env, out, domain.FirewallDisable)
+		if s := sh(t, root, "ufw status"); pr.Active || !strings.Contains(s, "Status: inactive") {
+			t.Fatalf("disable: %+v\n%s", pr, s)
+		}
+	})
+
+	t.Run("nftables", func(t *testing.T) {
+		// Without ufw LCM uses nft (on the allowlist already) and its own table.
+		sh(t, root, "ufw --force reset >/dev/null && DEBIAN_FRONTEND=noninteractive dpkg --purge ufw >/dev/null")
+		pr := mustFw(t, env, out, domain.FirewallStatus)
+		if pr.Tool != firewall.Nftables || pr.Active {
+			t.Fatalf("before: %+v", pr)
+		}
+		pr = mustFw(t, env, out, domain.FirewallEnable)
+		if !pr.Active || !pr.FreshLogin || pr.LCMRule == nil || pr.LCMRule.Source != lcmAddr+"/32" {
+			t.Fatalf("enable: %+v\n%s", pr, out)
+		}
+		if err := freshLogin(t, env); err != nil {
+			t.Fatalf("a fresh login after enabling: %v", err)
+		}
+		mustFw(t, env, out, domain.FirewallAdd, web)
+		rs := sh(t, root, "nft list ruleset")
+		if !strings.Contains(rs, "table inet lcm") || !strings.Contains(rs, "ip saddr "+lcmAddr+" tcp dport 22 accept") || !strings.Contains(rs, `tcp dport 8080 accept comment "web"`) {
+			t.Fatalf("nft ruleset (as root):\n%s", rs)
+		}
+		restrictedScan(t, env, out, firewall.Nftables)
+
+		pr = mustFw(t, env, out, domain.FirewallRemove, web)
+		if (firewall.State{Rules: pr.Rules}).Has(web) || !pr.FreshLogin {
+			t.Fatalf("remove: %+v", pr)
+		}
+		if s := sh(t, root, "nft list table inet lcm"); strings.Contains(s, "8080") {
+			t.Fatalf("nft table (as root) still lists 8080:\n%s", s)
+		}
+		pr = mustFw(t, env, out, domain.FirewallDisable)
+		if s := sh(t, root, "nft list tables"); pr.Active || strings.Contains(s, "inet lcm\n") {
+			t.Fatalf("disable: %+v\n%s", pr, s)
+		}
+	})
+
+	// Still restricted at the end (nothing widened sudo on the way), and
+	// the jobs' output never shows a secret.
+	if code, _ := asLCM(t, env, "sudo -n sh -c true"); code == 0 {
+		t.Fatal("sudo -n sh -c true works after the firewall jobs")
+	}
+	noSecrets(t, out.String(), map[string]string{"the management key": mgmtKey, "root's key": string(h.PrivateKey), "the bootstrap password": h.Password})
+}
+
+// noSecrets fails if output shows any line of a secret (a key's base64
+// lines one by one, so a partial leak counts) or a private key header.
+func noSecrets(t *testing.T, output string, secrets map[string]string) {
+	t.Helper()
+	if strings.Contains(output, "PRIVATE KEY") {
+		t.Error("the job output shows a private key")
+	}
+	for name, secret := range secrets {
+		for _, l := range strings.Split(secret, "\n") {
+			if l = strings.TrimSpace(l); len(l) >= 8 && !strings.HasPrefix(l, "-----") && strings.Contains(output, l) {
+				t.Errorf("the job output shows %s", name)
+				break
+			}
+		}
+	}
 }
