@@ -142,9 +142,16 @@ func readFirewall(ctx context.Context, ex remote.Executor, out io.Writer, tool s
 		if err != nil {
 			return firewall.State{}, err
 		}
-		rich, _, err := capture(ctx, ex, out, fwCmd(cmds[1]))
+		rules := cmds[1]
+		if strings.TrimSpace(state) != "running" {
+			rules = firewall.FirewalldRulesOffline()
+		}
+		rich, code, err := capture(ctx, ex, out, fwCmd(rules))
 		if err != nil {
 			return firewall.State{}, err
+		}
+		if code != 0 {
+			return firewall.State{}, failf("%s exited with code %d: the firewalld rules could not be read", strings.Join(rules.Args, " "), code)
 		}
 		return firewall.ParseFirewalldState(state, rich)
 	}
@@ -170,7 +177,7 @@ func addCmds(tool string, st firewall.State, rules []firewall.Rule, first bool) 
 		}
 	case firewall.Firewalld:
 		for _, r := range rules {
-			cmds = append(cmds, firewall.FirewalldAdd(r)...)
+			cmds = append(cmds, firewall.FirewalldAdd(r, st.Active)...)
 		}
 	case firewall.Nftables:
 		if !st.Active && !first {
@@ -196,7 +203,7 @@ func removeCmds(tool string, st firewall.State, rules []firewall.Rule) []firewal
 		}
 	case firewall.Firewalld:
 		for _, r := range rules {
-			cmds = append(cmds, firewall.FirewalldRemove(r)...)
+			cmds = append(cmds, firewall.FirewalldRemove(r, st.Active)...)
 		}
 	case firewall.Nftables:
 		var keep []firewall.Rule

@@ -362,8 +362,17 @@ func parseNftRule(line string) (Rule, bool) {
 // --- firewalld ---------------------------------------------------------------
 
 // FirewalldStatus asks whether firewalld runs and lists LCM's rich rules.
+// firewall-cmd talks to the daemon over D-Bus and fails while it is
+// stopped ("FirewallD is not running", exit 252): the permanent rules of
+// a stopped firewalld are read with firewall-offline-cmd instead
+// (FirewalldRulesOffline).
 func FirewalldStatus() []Command {
 	return []Command{{Args: []string{"firewall-cmd", "--state"}}, {Args: []string{"firewall-cmd", "--permanent", "--list-rich-rules"}}}
+}
+
+// FirewalldRulesOffline lists the permanent rich rules without the daemon.
+func FirewalldRulesOffline() Command {
+	return Command{Args: []string{"firewall-offline-cmd", "--list-rich-rules"}}
 }
 
 // firewalldRich renders r as rich rules (one per protocol).
@@ -385,20 +394,31 @@ func firewalldRich(r Rule) []string {
 	return out
 }
 
-// FirewalldAdd adds r permanently and to the running firewall.
-func FirewalldAdd(r Rule) []Command {
-	var cmds []Command
-	for _, rich := range firewalldRich(r) {
-		cmds = append(cmds, Command{Args: []string{"firewall-cmd", "--permanent", "--add-rich-rule=" + rich}})
-	}
-	return append(cmds, Command{Args: []string{"firewall-cmd", "--reload"}})
+// FirewalldAdd adds r permanently and, when firewalld runs, to the running
+// firewall (reload). While it is stopped firewall-cmd cannot reach it, so
+// the rule goes into the permanent configuration with firewall-offline-cmd
+// and takes effect when firewalld starts — which is how enabling puts
+// LCM's own access in place before the firewall is switched on.
+func FirewalldAdd(r Rule, running bool) []Command {
+	return firewalldRules("--add-rich-rule=", r, running)
 }
 
-// FirewalldRemove removes r.
-func FirewalldRemove(r Rule) []Command {
+// FirewalldRemove removes r (offline while firewalld is stopped).
+func FirewalldRemove(r Rule, running bool) []Command {
+	return firewalldRules("--remove-rich-rule=", r, running)
+}
+
+func firewalldRules(flag string, r Rule, running bool) []Command {
 	var cmds []Command
 	for _, rich := range firewalldRich(r) {
-		cmds = append(cmds, Command{Args: []string{"firewall-cmd", "--permanent", "--remove-rich-rule=" + rich}})
+		if running {
+			cmds = append(cmds, Command{Args: []string{"firewall-cmd", "--permanent", flag + rich}})
+		} else {
+			cmds = append(cmds, Command{Args: []string{"firewall-offline-cmd", flag + rich}})
+		}
+	}
+	if !running {
+		return cmds
 	}
 	return append(cmds, Command{Args: []string{"firewall-cmd", "--reload"}})
 }

@@ -130,7 +130,25 @@ func TestNft(t *testing.T) {
 
 func TestFirewalld(t *testing.T) {
 	r := Rule{Port: 8000, PortEnd: 8010, Proto: Any, Source: "10.0.0.0/8"}
-	cmds := FirewalldAdd(r)
+	// Stopped: firewall-cmd cannot reach the daemon, so the permanent
+	// configuration is changed offline and nothing is reloaded.
+	for _, cmds := range [][]Command{FirewalldAdd(r, false), FirewalldRemove(r, false)} {
+		if len(cmds) != 2 {
+			t.Fatalf("offline: %d commands, want one per protocol: %+v", len(cmds), cmds)
+		}
+		for _, c := range cmds {
+			if c.Args[0] != "firewall-offline-cmd" || len(c.Args) != 2 || !strings.HasPrefix(c.Args[1], "--") {
+				t.Fatalf("offline command %q", c.Args)
+			}
+		}
+	}
+	if got := FirewalldRulesOffline().Args; strings.Join(got, " ") != "firewall-offline-cmd --list-rich-rules" {
+		t.Fatalf("offline listing %q", got)
+	}
+	cmds := FirewalldAdd(r, true)
+	if last := cmds[len(cmds)-1].Args; strings.Join(last, " ") != "firewall-cmd --reload" {
+		t.Fatalf("running: last command %q, want the reload", last)
+	}
 	var rich []string
 	for _, c := range cmds[:len(cmds)-1] {
 		rich = append(rich, strings.TrimPrefix(c.Args[2], "--add-rich-rule="))
