@@ -254,7 +254,7 @@ func (s *Service) scan(ctx context.Context, ids []string) (RunSummary, error) {
 		}
 		rows := make([]store.VulnFinding, len(r.fs))
 		for i, f := range r.fs {
-			rows[i] = store.VulnFinding{Advisory: f.Advisory, Package: f.Package, Source: f.Source, Installed: f.Installed,
+			rows[i] = store.VulnFinding{Advisory: f.Advisory, Package: f.Package, Container: f.Container, Source: f.Source, Installed: f.Installed,
 				Fixed: f.Fixed, Severity: f.Severity, CVEs: f.CVEs, CVSS: f.CVSS, Summary: f.Summary, Ecosystem: f.Ecosystem}
 		}
 		at := s.now()
