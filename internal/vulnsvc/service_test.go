@@ -2,6 +2,7 @@ package vulnsvc_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/lcmproject/lcm/internal/bus"
 	_ "github.com/lcmproject/lcm/internal/bus/natsembed"
+	"github.com/lcmproject/lcm/internal/containers"
 	"github.com/lcmproject/lcm/internal/domain"
 	"github.com/lcmproject/lcm/internal/facts"
 	"github.com/lcmproject/lcm/internal/inventory"
@@ -247,8 +249,22 @@ func TestUpdateAll(t *testing.T) {
 	if err := e.inv.Ingest(ctx, c, f, inv); err != nil {
 		t.Fatal(err)
 	}
+	// c's CVE-relevant container has the fixable openssh: a host upgrade
+	// would not change it, so c is still left out.
+	ctr, _ := json.Marshal(containers.Inventory{CVEPackages: []containers.ImagePackages{{Engine: "docker", Container: "web", OSID: "debian", OSVersion: "12",
+		Packages: []containers.Package{{Name: "openssh-server", Version: "1:9.2p1-2+deb12u2", Arch: "amd64", Source: "openssh"}}}}})
+	if err := e.st.SetContainerInventory(ctx, store.ContainerInventory{ServerID: c, Data: ctr, RefreshedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.st.SetContainerCVERelevance(ctx, store.ContainerCVEMark{ServerID: c, Engine: "docker", Container: "web", MarkedAt: time.Now()}, true); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := e.svc.ScanAll(ctx); err != nil {
 		t.Fatal(err)
+	}
+	fs, _, err := e.svc.Findings(ctx, admin, store.VulnFilter{ServerID: c, FixOnly: true})
+	if err != nil || len(fs) != 1 || fs[0].Container != "docker/web" || fs[0].Advisory != "DSA-5724-1" {
+		t.Fatalf("c's container findings %+v %v", fs, err)
 	}
 	up := &fakeUpgrader{busy: b}
 	e.svc.SetUpgrader(up)
