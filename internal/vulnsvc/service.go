@@ -122,8 +122,12 @@ func (s *Service) containerPackages(ctx context.Context, id string) ([]sbom.Pack
 		if ip.Error != "" || !marked[name] {
 			continue
 		}
+		manager := ip.Manager
+		if manager == "" {
+			manager = "dpkg" // stored before apk images were read
+		}
 		for _, p := range ip.Packages {
-			out = append(out, sbom.Package{Name: p.Name, Version: p.Version, Arch: p.Arch, Source: p.Source, Manager: "dpkg",
+			out = append(out, sbom.Package{Name: p.Name, Version: p.Version, Arch: p.Arch, Source: p.Source, Manager: manager,
 				Container: name, OSID: ip.OSID, OSVersion: ip.OSVersion})
 		}
 	}
