@@ -9,20 +9,20 @@ import (
 	"github.com/lcmproject/lcm/internal/remote"
 )
 
-// copyOutTimeout bounds copying dpkg's status out of a container (a few
-// MB at most; a minute means the engine hangs).
+// copyOutTimeout bounds copying a package database out of a container (a
+// few MB at most; a minute means the engine hangs).
 const copyOutTimeout = time.Minute
 
 // readPackages reads the installed packages of the images of the
-// CVE-relevant containers found in inv: dpkg's status and the os-release,
-// copied out of a container created (never started) from the image for
+// CVE-relevant containers found in inv: dpkg's status (else apk's
+// installed database, Alpine) and the os-release, copied out of a container created (never started) from the image for
 // the purpose (`create`, `cp NAME:PATH -`, `rm`). Copying from the
 // marked container itself would join a running container's mount
 // namespace (podman), where a host path can show through; a created
 // container is read from the engine's storage, and cp resolves links
 // inside the image. Only engine commands run, so restricted sudo mode
 // allows it. A container that is gone is skipped; one whose image cannot
-// be read (no dpkg, not Debian-based) is listed with its Error.
+// be read (neither dpkg nor apk, e.g. RPM-based) is listed with its Error.
 func (c *containerRun) readPackages(inv containers.Inventory) []containers.ImagePackages {
 	out := []containers.ImagePackages{}
 	for _, r := range c.p.CVE {
@@ -59,9 +59,14 @@ func (c *containerRun) readContainerPackages(ip *containers.ImagePackages) error
 	defer func() {
 		_, _, _ = capture(c.ctx, c.env.Exec, io.Discard, remote.Command{Cmd: containers.Sudo + e + " rm -f " + shQuote(tmp), Timeout: containerOpTimeout})
 	}()
-	status, err := c.copyOut(ip.Engine, tmp, containers.DpkgStatusPath)
+	manager, parse := "dpkg", containers.ParseDpkgStatus
+	db, err := c.copyOut(ip.Engine, tmp, containers.DpkgStatusPath)
 	if err != nil {
-		return fmt.Errorf("no dpkg database (%s): %w", containers.DpkgStatusPath, err)
+		var apkErr error
+		if db, apkErr = c.copyOut(ip.Engine, tmp, containers.ApkInstalledPath); apkErr != nil {
+			return fmt.Errorf("no package database: dpkg (%s): %v; apk (%s): %w", containers.DpkgStatusPath, err, containers.ApkInstalledPath, apkErr)
+		}
+		manager, parse = "apk", containers.ParseApkInstalled
 	}
 	for _, p := range containers.OSReleasePaths {
 		if rel, err := c.copyOut(ip.Engine, tmp, p); err == nil {
@@ -72,7 +77,7 @@ func (c *containerRun) readContainerPackages(ip *containers.ImagePackages) error
 	if ip.OSID == "" {
 		return fmt.Errorf("no os-release: the distribution of the packages is unknown")
 	}
-	ip.Packages = containers.ParseDpkgStatus(status)
+	ip.Manager, ip.Packages = manager, parse(db)
 	return nil
 }
 

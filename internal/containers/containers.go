@@ -285,16 +285,19 @@ type Package struct {
 
 // ImagePackages are the packages read from a CVE-relevant container (its
 // image and what the container changed): they feed the vulnerability
-// scan. Only dpkg-based images (Debian, Ubuntu) are read; Error says why
-// a container could not be.
+// scan. Images with dpkg (Debian, Ubuntu) or apk (Alpine) are read; Error
+// says why a container could not be.
 type ImagePackages struct {
-	Engine    Engine    `json:"engine"`
-	Container string    `json:"container"`
-	Image     string    `json:"image"`
-	ImageID   string    `json:"image_id"`
-	OSID      string    `json:"os_id,omitempty"`
-	OSVersion string    `json:"os_version,omitempty"`
-	Packages  []Package `json:"packages"`
-	Error     string    `json:"error,omitempty"`
-	ReadAt    time.Time `json:"read_at"`
+	Engine    Engine `json:"engine"`
+	Container string `json:"container"`
+	Image     string `json:"image"`
+	ImageID   string `json:"image_id"`
+	OSID      string `json:"os_id,omitempty"`
+	OSVersion string `json:"os_version,omitempty"`
+	// Manager is the database the packages were read from: "dpkg" or
+	// "apk" ("" in inventories stored before apk was read: dpkg).
+	Manager  string    `json:"manager,omitempty"`
+	Packages []Package `json:"packages"`
+	Error    string    `json:"error,omitempty"`
+	ReadAt   time.Time `json:"read_at"`
 }

@@ -10,10 +10,14 @@ import (
 	"strings"
 )
 
-// DpkgStatusPath and OSReleasePaths are what a CVE-relevant container's
-// packages are read from: dpkg's database, and the release (os-release is
+// DpkgStatusPath, ApkInstalledPath and OSReleasePaths are what a
+// CVE-relevant container's packages are read from: dpkg's database
+// (Debian, Ubuntu) or else apk's (Alpine), and the release (os-release is
 // usually a link into /usr/lib).
-const DpkgStatusPath = "/var/lib/dpkg/status"
+const (
+	DpkgStatusPath   = "/var/lib/dpkg/status"
+	ApkInstalledPath = "/lib/apk/db/installed"
+)
 
 // OSReleasePaths are tried in order.
 var OSReleasePaths = []string{"/usr/lib/os-release", "/etc/os-release"}
@@ -88,6 +92,50 @@ func ParseDpkgStatus(b []byte) []Package {
 			cur.Source, _, _ = strings.Cut(v, " ")
 		case "Status":
 			installed = strings.HasSuffix(v, " installed") && strings.HasPrefix(v, "install ")
+		}
+	}
+	flush()
+	return out
+}
+
+// ParseApkInstalled reads apk's installed database: one record per
+// package, records separated by a blank line, one "X:value" field a line.
+// P is the name, V the version, A the architecture and o the origin (the
+// aport the package was built from, apk's source package; the package
+// itself when absent). A record without name or version is skipped.
+func ParseApkInstalled(b []byte) []Package {
+	var out []Package
+	var cur Package
+	flush := func() {
+		if cur.Name != "" && cur.Version != "" {
+			if cur.Source == "" {
+				cur.Source = cur.Name
+			}
+			out = append(out, cur)
+		}
+		cur = Package{}
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := strings.TrimRight(sc.Text(), "\r")
+		if line == "" {
+			flush()
+			continue
+		}
+		if len(line) < 2 || line[1] != ':' {
+			continue
+		}
+		v := strings.TrimSpace(line[2:])
+		switch line[0] {
+		case 'P':
+			cur.Name = v
+		case 'V':
+			cur.Version = v
+		case 'A':
+			cur.Arch = v
+		case 'o':
+			cur.Source = v
 		}
 	}
 	flush()

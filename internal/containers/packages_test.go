@@ -3,6 +3,8 @@ package containers
 import (
 	"archive/tar"
 	"bytes"
+	"os"
+	"strings"
 	"testing"
 )
 
@@ -45,4 +47,67 @@ Version: 1.0
 	if _, err := FileFromTar([]byte("not a tar")); err == nil {
 		t.Fatal("garbage read as a tar")
 	}
+}
+
+// TestContainersApkInstalled: apk's database (a verbatim excerpt of
+// Alpine 3.14's, testdata/README.md) gives name, version, architecture and
+// origin as the source package; table cases cover the edges of the format.
+func TestContainersApkInstalled(t *testing.T) {
+	excerpt, err := os.ReadFile("testdata/alpine-3.14-armv7-apk-installed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		in   string
+		want []Package
+	}{
+		{"alpine 3.14 excerpt", string(excerpt), []Package{
+			{Name: "musl", Version: "1.2.2-r3", Arch: "armv7", Source: "musl"},
+			{Name: "libcrypto1.1", Version: "1.1.1k-r0", Arch: "armv7", Source: "openssl"},
+			{Name: "libssl1.1", Version: "1.1.1k-r0", Arch: "armv7", Source: "openssl"},
+			{Name: "zlib", Version: "1.2.11-r3", Arch: "armv7", Source: "zlib"},
+			{Name: "libc-utils", Version: "0.7.2-r3", Arch: "armv7", Source: "libc-dev"},
+			{Name: "ssl_client", Version: "1.33.1-r3", Arch: "armv7", Source: "busybox"},
+		}},
+		{"no origin: the package is its own source", "P:busybox\nV:1.36.1-r29\nA:x86_64\n", []Package{
+			{Name: "busybox", Version: "1.36.1-r29", Arch: "x86_64", Source: "busybox"}}},
+		{"CRLF and no blank line at the end", "P:zlib\r\nV:1.3.1-r1\r\no:zlib\r\n", []Package{
+			{Name: "zlib", Version: "1.3.1-r1", Source: "zlib"}}},
+		{"records without name or version are skipped", "P:nover\nA:x86_64\n\nV:1.0-r0\n\n\n\nP:ok\nV:2-r0\n", []Package{
+			{Name: "ok", Version: "2-r0", Source: "ok"}}},
+		{"lines that are no field are ignored", "garbage\nP:a\n:x\nV:1-r0\nlong line without colon\n", []Package{
+			{Name: "a", Version: "1-r0", Source: "a"}}},
+		{"empty", "", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := ParseApkInstalled([]byte(tc.in))
+			if len(got) != len(tc.want) {
+				t.Fatalf("got %+v, want %+v", got, tc.want)
+			}
+			for i := range got {
+				if got[i] != tc.want[i] {
+					t.Errorf("package %d: %+v, want %+v", i, got[i], tc.want[i])
+				}
+			}
+		})
+	}
+}
+
+func FuzzParseApkInstalled(f *testing.F) {
+	if excerpt, err := os.ReadFile("testdata/alpine-3.14-armv7-apk-installed"); err == nil {
+		f.Add(excerpt)
+	}
+	f.Add([]byte("P:zlib\nV:1.3.1-r1\nA:x86_64\no:zlib\n\n"))
+	f.Add([]byte("P:\nV:\n\r\n:\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for _, p := range ParseApkInstalled(b) {
+			if p.Name == "" || p.Version == "" || p.Source == "" {
+				t.Fatalf("incomplete package %+v", p)
+			}
+			if strings.ContainsAny(p.Name+p.Version+p.Arch+p.Source, "\n") {
+				t.Fatalf("a field spans lines: %+v", p)
+			}
+		}
+	})
 }

@@ -22,6 +22,7 @@ type vulnDTO struct {
 	Advisory       string     `json:"advisory"`
 	CVEs           []string   `json:"cves"`
 	Package        string     `json:"package"`
+	Container      string     `json:"container,omitempty"` // "docker/web": in that container, not on the host
 	Source         string     `json:"source,omitempty"`
 	Installed      string     `json:"installed"`
 	Fixed          string     `json:"fixed"`
@@ -44,6 +45,7 @@ type vulnPageDTO struct {
 
 type vulnerablePackageDTO struct {
 	Package    string   `json:"package"`
+	Container  string   `json:"container,omitempty"` // in containers of that name, not on the hosts
 	Installed  string   `json:"installed"`
 	Fixed      string   `json:"fixed"`
 	Severity   string   `json:"severity"`
@@ -59,7 +61,7 @@ func toVulnDTO(v store.VulnFinding) vulnDTO {
 		cves = []string{}
 	}
 	return vulnDTO{ID: v.ID, ServerID: v.ServerID, ServerName: v.ServerName, Advisory: v.Advisory, CVEs: cves, Package: v.Package,
-		Source: v.Source, Installed: v.Installed, Fixed: v.Fixed, Severity: v.Severity, CVSS: v.CVSS, Summary: v.Summary,
+		Container: v.Container, Source: v.Source, Installed: v.Installed, Fixed: v.Fixed, Severity: v.Severity, CVSS: v.CVSS, Summary: v.Summary,
 		Ecosystem: v.Ecosystem, State: v.State, FirstSeenAt: v.FirstSeenAt, LastSeenAt: v.LastSeenAt,
 		AcknowledgedAt: v.AcknowledgedAt, AcknowledgedBy: v.AcknowledgedBy, FixedAt: v.FixedAt}
 }
@@ -261,7 +263,7 @@ func (s *Server) listVulnerablePackages(c *gin.Context) {
 	}
 	out := make([]vulnerablePackageDTO, len(list))
 	for i, p := range list {
-		out[i] = vulnerablePackageDTO{Package: p.Package, Installed: p.Installed, Fixed: p.Fixed, Severity: p.Severity,
+		out[i] = vulnerablePackageDTO{Package: p.Package, Container: p.Container, Installed: p.Installed, Fixed: p.Fixed, Severity: p.Severity,
 			Advisories: p.Advisories, CVEs: p.CVEs, Servers: len(p.ServerIDs), ServerIDs: p.ServerIDs}
 	}
 	c.JSON(http.StatusOK, out)

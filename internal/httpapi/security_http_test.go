@@ -2,12 +2,15 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/netip"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/lcmproject/lcm/internal/containers"
 	"github.com/lcmproject/lcm/internal/inventory"
 	"github.com/lcmproject/lcm/internal/sbom"
 	"github.com/lcmproject/lcm/internal/store"
@@ -104,6 +107,36 @@ func TestSecurityRoutes(t *testing.T) {
 			}
 			if r := get(mgr, "/api/v1/server-groups/nope/sbom"); r.code != http.StatusNotFound {
 				t.Fatalf("unknown group sbom: %d", r.code)
+			}
+			// A CVE-relevant container on mine with bookworm's old openssh:
+			// its findings name the container and stay apart from the host's.
+			inv, _ := json.Marshal(containers.Inventory{CVEPackages: []containers.ImagePackages{{Engine: "docker", Container: "web",
+				OSID: "debian", OSVersion: "12", Packages: []containers.Package{{Name: "openssh-server", Version: "1:9.2p1-2+deb12u2", Arch: "amd64", Source: "openssh"}}}}})
+			ctx := context.Background()
+			if err := h.st.SetContainerInventory(ctx, store.ContainerInventory{ServerID: mine, Data: inv, RefreshedAt: time.Now()}); err != nil {
+				t.Fatal(err)
+			}
+			if err := h.st.SetContainerCVERelevance(ctx, store.ContainerCVEMark{ServerID: mine, Engine: "docker", Container: "web", MarkedAt: time.Now()}, true); err != nil {
+				t.Fatal(err)
+			}
+			if r := post(mgr, "/api/v1/servers/"+mine+"/vulnerabilities/scan"); r.code != http.StatusOK || !strings.Contains(string(r.body), `"findings":4`) {
+				t.Fatalf("scan with a container: %d %s", r.code, r.body)
+			}
+			r = get(mgr, "/api/v1/servers/"+mine+"/vulnerabilities?cve=CVE-2024-6387")
+			r.json(t, &page)
+			if page.Total != 2 || page.Items[0].Container != "" || page.Items[1].Container != "docker/web" || page.Items[1].Package != "openssh-server" ||
+				strings.Count(string(r.body), `"container":`) != 1 {
+				t.Fatalf("host and container finding: %s", r.body)
+			}
+			get(mgr, "/api/v1/packages/vulnerable").json(t, &pkgs)
+			inCtr := 0
+			for _, p := range pkgs {
+				if p.Container == "docker/web" {
+					inCtr++
+				}
+			}
+			if len(pkgs) != 4 || inCtr != 2 {
+				t.Fatalf("vulnerable packages with a container: %+v", pkgs)
 			}
 			// Scanner status.
 			var st struct {

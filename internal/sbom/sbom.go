@@ -222,18 +222,34 @@ func Decode(r io.Reader) (*cdx.BOM, error) {
 // matchable package.
 var ErrNoPackages = errors.New("the SBOM lists no packages with a deb, rpm, apk or alpm purl")
 
-// Components returns the packages of an SBOM for the matcher.
+// Components returns the packages of an SBOM for the matcher; a package
+// of a container carries the container from its lcm:container property.
 func Components(bom *cdx.BOM) []vulndb.Component {
 	if bom.Components == nil {
 		return nil
 	}
 	out := make([]vulndb.Component, 0, len(*bom.Components))
 	for i := range *bom.Components {
-		if c, ok := ParsePURL((*bom.Components)[i].PackageURL); ok {
+		bc := &(*bom.Components)[i]
+		if c, ok := ParsePURL(bc.PackageURL); ok {
+			c.Container = propertyOf(bc, ContainerProperty)
 			out = append(out, c)
 		}
 	}
 	return out
+}
+
+// propertyOf is the value of a component's first property called name.
+func propertyOf(c *cdx.Component, name string) string {
+	if c.Properties == nil {
+		return ""
+	}
+	for _, p := range *c.Properties {
+		if p.Name == name {
+			return p.Value
+		}
+	}
+	return ""
 }
 
 // ParsePURL reads a distribution package URL back into a component:

@@ -3,6 +3,7 @@ package sbom_test
 import (
 	"bytes"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,8 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/lcmproject/lcm/internal/sbom"
+	"github.com/lcmproject/lcm/internal/vulndb"
+	"github.com/lcmproject/lcm/internal/vulndb/vulndbtest"
 )
 
 func compileSchema(t *testing.T) *jsonschema.Schema {
@@ -183,5 +186,33 @@ func TestBuildContainerPackages(t *testing.T) {
 	}
 	if sbom.PackageSetKey(s) == sbom.PackageSetKey(testServer) {
 		t.Fatal("the package set key ignores container packages")
+	}
+}
+
+// TestComponentsContainer: Components carries the lcm:container property
+// into the matcher's component, and matching an SBOM with the same
+// package on the host and in a container gives two findings, one of them
+// the container's.
+func TestComponentsContainer(t *testing.T) {
+	s := sbom.Server{ID: "9f1c", Name: "web-01", OSID: "debian", OSVersion: "12", Packages: []sbom.Package{
+		{Name: "openssh-server", Version: "1:9.2p1-2+deb12u2", Arch: "amd64", Source: "openssh", Manager: "apt"},
+		{Name: "openssh-server", Version: "1:9.2p1-2+deb12u2", Arch: "amd64", Source: "openssh", Manager: "dpkg",
+			Container: "docker/web", OSID: "debian", OSVersion: "12"},
+	}}
+	comps := sbom.Components(sbom.Build(s, time.Unix(1700000000, 0)))
+	if len(comps) != 2 || comps[0].Container != "" || comps[1].Container != "docker/web" || comps[1].Distro != "debian-12" {
+		t.Fatalf("%+v", comps)
+	}
+	b, err := os.ReadFile(filepath.Join(vulndbtest.FixtureDir(), "Debian/DSA-5724-1.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := vulndb.ParseRecord(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := vulndb.FromRecords([]*vulndb.Record{r}).Match(comps)
+	if len(fs) != 2 || fs[0].Container != "" || fs[1].Container != "docker/web" || fs[0].Package != fs[1].Package {
+		t.Fatalf("%+v", fs)
 	}
 }

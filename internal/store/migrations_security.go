@@ -6,15 +6,17 @@ import (
 	"gorm.io/gorm"
 )
 
-// vulnFindingRow is one advisory affecting one package of one server,
-// with its life cycle: new → acknowledged (by a user) → fixed (the scan
+// vulnFindingRow is one advisory affecting one package of one server (or
+// of one of its CVE-relevant containers, named by Container), with its
+// life cycle: new → acknowledged (by a user) → fixed (the scan
 // no longer finds it). A finding that comes back is new again.
 type vulnFindingRow struct {
 	ID             uint64    `gorm:"primaryKey;autoIncrement"`
 	ServerID       string    `gorm:"size:36;not null;uniqueIndex:vuln_findings_key,priority:1"`
 	Advisory       string    `gorm:"size:128;not null;uniqueIndex:vuln_findings_key,priority:2"`
 	Package        string    `gorm:"size:255;not null;uniqueIndex:vuln_findings_key,priority:3;index"`
-	CVEs           string    `gorm:"column:cves;size:2048;not null;default:''"` // comma-separated
+	Container      string    `gorm:"size:160;not null;default:'';uniqueIndex:vuln_findings_key,priority:4"` // "docker/web"; "" = the server's own
+	CVEs           string    `gorm:"column:cves;size:2048;not null;default:''"`                             // comma-separated
 	Source         string    `gorm:"size:255;not null;default:''"`
 	Installed      string    `gorm:"size:255;not null;default:''"`
 	Fixed          string    `gorm:"size:255;not null;default:''"`
@@ -48,5 +50,22 @@ func (vulnScanRow) TableName() string { return "vuln_scans" }
 var securityMigrations = []Migration{
 	{ID: "security/001_vuln_findings", Up: func(tx *gorm.DB) error {
 		return tx.AutoMigrate(&vulnFindingRow{}, &vulnScanRow{})
+	}},
+	// A finding of a container's package is its own finding: the column,
+	// and the container in the unique key (server, advisory, package,
+	// container), so the host's and a container's openssl stay apart.
+	{ID: "security/002_vuln_findings_container", Up: func(tx *gorm.DB) error {
+		m := tx.Migrator()
+		if !m.HasColumn(&vulnFindingRow{}, "Container") { // created by 001 on a fresh database
+			if err := m.AddColumn(&vulnFindingRow{}, "Container"); err != nil {
+				return err
+			}
+		}
+		if m.HasIndex(&vulnFindingRow{}, "vuln_findings_key") {
+			if err := m.DropIndex(&vulnFindingRow{}, "vuln_findings_key"); err != nil {
+				return err
+			}
+		}
+		return m.CreateIndex(&vulnFindingRow{}, "vuln_findings_key")
 	}},
 }

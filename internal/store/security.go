@@ -23,6 +23,7 @@ type VulnFinding struct {
 	ID                                                    uint64
 	ServerID, ServerName                                  string
 	Advisory, Package, Source, Installed, Fixed, Severity string
+	Container                                             string // "docker/web": found in that container; "" = on the host
 	CVEs                                                  []string
 	CVSS                                                  float64
 	Summary, Ecosystem, State                             string
@@ -51,20 +52,21 @@ func (s *Store) ApplyScan(ctx context.Context, o ScanOutcome, at time.Time) erro
 		}
 		byKey := make(map[string]*vulnFindingRow, len(cur))
 		for i := range cur {
-			byKey[cur[i].Advisory+"\x00"+cur[i].Package] = &cur[i]
+			byKey[findingKey(cur[i].Advisory, cur[i].Package, cur[i].Container)] = &cur[i]
 		}
 		seen := map[string]bool{}
 		var add []vulnFindingRow
 		var open []Finding
 		for _, f := range o.Findings {
-			k := f.Advisory + "\x00" + f.Package
+			k := findingKey(trunc(f.Advisory, 128), trunc(f.Package, 255), trunc(f.Container, 160))
 			if seen[k] {
 				continue
 			}
 			seen[k] = true
 			r, ok := byKey[k]
 			if !ok {
-				r = &vulnFindingRow{ServerID: o.ServerID, Advisory: trunc(f.Advisory, 128), Package: trunc(f.Package, 255), State: VulnNew, FirstSeenAt: at}
+				r = &vulnFindingRow{ServerID: o.ServerID, Advisory: trunc(f.Advisory, 128), Package: trunc(f.Package, 255),
+					Container: trunc(f.Container, 160), State: VulnNew, FirstSeenAt: at}
 			} else if r.State == VulnFixed {
 				r.State, r.FixedAt, r.AcknowledgedAt, r.AcknowledgedBy, r.FirstSeenAt = VulnNew, nil, nil, "", at
 			}
@@ -107,6 +109,12 @@ func (s *Store) ApplyScan(ctx context.Context, o ScanOutcome, at time.Time) erro
 			DoUpdates: clause.AssignmentColumns([]string{"scanned_at", "engine", "findings", "error"})}).
 			Create(&vulnScanRow{ServerID: o.ServerID, ScannedAt: at, Engine: o.Engine, Findings: len(open)}).Error, "vulnerability scan")
 	})
+}
+
+// findingKey identifies a finding of a server: an advisory on a package,
+// on the host or in one container.
+func findingKey(advisory, pkg, container string) string {
+	return advisory + "\x00" + pkg + "\x00" + container
 }
 
 func trunc(s string, n int) string {
@@ -170,7 +178,7 @@ func (s *Store) VulnFindings(ctx context.Context, sc Scope, f VulnFilter) ([]Vul
 		lim = 500
 	}
 	err := q.Omit("Server").
-		Order(`CASE severity WHEN 'critical' THEN 0 WHEN 'high' THEN 1 WHEN 'medium' THEN 2 WHEN 'low' THEN 3 ELSE 4 END, package, advisory, id`).
+		Order(`CASE severity WHEN 'critical' THEN 0 WHEN 'high' THEN 1 WHEN 'medium' THEN 2 WHEN 'low' THEN 3 ELSE 4 END, package, advisory, container, id`).
 		Limit(lim).Offset(f.Offset).Find(&rows).Error
 	if err != nil {
 		return nil, 0, mapErr(err, "vulnerability findings")
@@ -208,7 +216,7 @@ func toVulnFinding(r vulnFindingRow) VulnFinding {
 		cves = strings.Split(r.CVEs, ",")
 	}
 	return VulnFinding{ID: r.ID, ServerID: r.ServerID, Advisory: r.Advisory, Package: r.Package, Source: r.Source,
-		Installed: r.Installed, Fixed: r.Fixed, Severity: r.Severity, CVEs: cves, CVSS: r.CVSS, Summary: r.Summary,
+		Container: r.Container, Installed: r.Installed, Fixed: r.Fixed, Severity: r.Severity, CVEs: cves, CVSS: r.CVSS, Summary: r.Summary,
 		Ecosystem: r.Ecosystem, State: r.State, FirstSeenAt: r.FirstSeenAt, LastSeenAt: r.LastSeenAt,
 		AcknowledgedAt: r.AcknowledgedAt, AcknowledgedBy: r.AcknowledgedBy, FixedAt: r.FixedAt}
 }
@@ -243,15 +251,17 @@ func (s *Store) AcknowledgeVuln(ctx context.Context, sc Scope, id uint64, by str
 }
 
 // VulnerablePackage is one vulnerable (package, installed, fixed) across
-// the visible fleet.
+// the visible fleet, on hosts or in containers of one name (Container,
+// "docker/web"): a container's package never merges with the host's.
 type VulnerablePackage struct {
 	Package, Installed, Fixed, Severity string
+	Container                           string
 	Advisories, CVEs                    []string
 	ServerIDs                           []string
 }
 
 // VulnerablePackages groups the open findings of visible servers by
-// package, installed and fixed version (most severe first).
+// package, installed and fixed version and container (most severe first).
 func (s *Store) VulnerablePackages(ctx context.Context, sc Scope, f VulnFilter) ([]VulnerablePackage, error) {
 	f.States, f.Limit, f.Offset = []string{VulnNew, VulnAcknowledged}, 100000, 0
 	list, _, err := s.VulnFindings(ctx, sc, f)
@@ -267,10 +277,10 @@ func (s *Store) VulnerablePackages(ctx context.Context, sc Scope, f VulnFilter) 
 	groups := map[string]*acc{}
 	var order []string
 	for _, v := range list {
-		k := v.Package + "\x00" + v.Installed + "\x00" + v.Fixed
+		k := v.Package + "\x00" + v.Installed + "\x00" + v.Fixed + "\x00" + v.Container
 		a := groups[k]
 		if a == nil {
-			a = &acc{p: VulnerablePackage{Package: v.Package, Installed: v.Installed, Fixed: v.Fixed, Severity: v.Severity},
+			a = &acc{p: VulnerablePackage{Package: v.Package, Installed: v.Installed, Fixed: v.Fixed, Severity: v.Severity, Container: v.Container},
 				adv: map[string]bool{}, cve: map[string]bool{}, srv: map[string]bool{}, rank: -1}
 			groups[k] = a
 			order = append(order, k)

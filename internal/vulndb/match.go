@@ -10,6 +10,10 @@ type Component struct {
 	Version string // installed version (the manager's native string)
 	Source  string // source package where the family has one ("" = Name)
 	Distro  string // purl distro qualifier: "debian-12", "alpine-3.19", "rocky-9.3"
+	// Container names the CVE-relevant container the package was read
+	// from ("docker/web"; "" = the server's own). It is not part of the
+	// match: the caches are keyed without it, and the findings carry it.
+	Container string
 }
 
 // Finding is one advisory that affects one installed package.
@@ -23,7 +27,8 @@ type Finding struct {
 	Severity  string   `json:"severity"`        // unknown, low, medium, high, critical
 	CVSS      float64  `json:"cvss,omitempty"`
 	Summary   string   `json:"summary,omitempty"`
-	Ecosystem string   `json:"ecosystem"` // "Debian:12"
+	Ecosystem string   `json:"ecosystem"`           // "Debian:12"
+	Container string   `json:"container,omitempty"` // "docker/web": found in that container, not on the host
 }
 
 // Matcher matches components and remembers the result per (release,
@@ -41,14 +46,30 @@ func (db *DB) NewMatcher() *Matcher { return &Matcher{db: db, cache: map[Compone
 func (m *Matcher) Match(comps []Component) []Finding {
 	out := []Finding{}
 	for _, c := range comps {
-		fs, ok := m.cache[c]
+		key := c
+		key.Container = ""
+		fs, ok := m.cache[key]
 		if !ok {
-			fs = m.db.matchOne(c)
-			m.cache[c] = fs
+			fs = m.db.matchOne(key)
+			m.cache[key] = fs
 		}
-		out = append(out, fs...)
+		out = appendIn(out, fs, c.Container)
 	}
 	SortFindings(out)
+	return out
+}
+
+// appendIn appends the findings of one component found in container ("":
+// on the host). Cached findings are shared: they are copied before the
+// container is set.
+func appendIn(out, fs []Finding, container string) []Finding {
+	if container == "" {
+		return append(out, fs...)
+	}
+	for _, f := range fs {
+		f.Container = container
+		out = append(out, f)
+	}
 	return out
 }
 
@@ -59,17 +80,19 @@ func (m *Matcher) Match(comps []Component) []Finding {
 func (db *DB) Match(comps []Component) []Finding {
 	out := []Finding{}
 	for _, c := range comps {
-		if v, ok := db.shared.Load(c); ok {
+		key := c
+		key.Container = ""
+		if v, ok := db.shared.Load(key); ok {
 			db.hits.Add(1)
-			out = append(out, v.([]Finding)...)
+			out = appendIn(out, v.([]Finding), c.Container)
 			continue
 		}
 		db.misses.Add(1)
-		fs := db.matchOne(c)
+		fs := db.matchOne(key)
 		if db.sharedN.Add(1) <= maxShared {
-			db.shared.Store(c, fs)
+			db.shared.Store(key, fs)
 		}
-		out = append(out, fs...)
+		out = appendIn(out, fs, c.Container)
 	}
 	SortFindings(out)
 	return out
@@ -191,8 +214,8 @@ func inRange(cmp func(a, b string) int, v string, events []Event) (string, bool)
 	return fixed, true
 }
 
-// SortFindings orders findings most severe first, then by package and
-// advisory.
+// SortFindings orders findings most severe first, then by package,
+// advisory and container (the host's first).
 func SortFindings(fs []Finding) {
 	sort.Slice(fs, func(i, j int) bool {
 		a, b := fs[i], fs[j]
@@ -202,7 +225,10 @@ func SortFindings(fs []Finding) {
 		if a.Package != b.Package {
 			return a.Package < b.Package
 		}
-		return a.Advisory < b.Advisory
+		if a.Advisory != b.Advisory {
+			return a.Advisory < b.Advisory
+		}
+		return a.Container < b.Container
 	})
 }
 

@@ -101,3 +101,38 @@ func FuzzFromRecords(f *testing.F) {
 		}
 	})
 }
+
+// TestMatchContainer: the same package on the host and in a container
+// gives two findings, the container's naming it; both caches are keyed
+// without the container, so the version is matched once, and a cached
+// host finding never picks up a container.
+func TestMatchContainer(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(vulndbtest.FixtureDir(), "Debian/DSA-5724-1.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := vulndb.ParseRecord(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := vulndb.Component{Name: "openssh-server", Version: "1:9.2p1-2+deb12u2", Source: "openssh", Distro: "debian-12"}
+	web := host
+	web.Container = "docker/web"
+	db := vulndb.FromRecords([]*vulndb.Record{r})
+	m := db.NewMatcher()
+	for name, match := range map[string]func([]vulndb.Component) []vulndb.Finding{"DB.Match": db.Match, "Matcher.Match": m.Match} {
+		t.Run(name, func(t *testing.T) {
+			fs := match([]vulndb.Component{web, host})
+			if len(fs) != 2 || fs[0].Container != "" || fs[1].Container != "docker/web" ||
+				fs[0].Advisory != "DSA-5724-1" || fs[1].Advisory != "DSA-5724-1" || fs[1].Fixed != "1:9.2p1-2+deb12u3" {
+				t.Fatalf("%+v", fs)
+			}
+			if again := match([]vulndb.Component{host}); len(again) != 1 || again[0].Container != "" {
+				t.Fatalf("the cached host finding changed: %+v", again)
+			}
+		})
+	}
+	if cs := db.CacheStats(); cs.Misses != 1 || cs.Hits != 2 || cs.Entries != 1 {
+		t.Fatalf("cache %+v, want one entry matched once", cs)
+	}
+}

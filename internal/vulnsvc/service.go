@@ -122,8 +122,12 @@ func (s *Service) containerPackages(ctx context.Context, id string) ([]sbom.Pack
 		if ip.Error != "" || !marked[name] {
 			continue
 		}
+		manager := ip.Manager
+		if manager == "" {
+			manager = "dpkg" // stored before apk images were read
+		}
 		for _, p := range ip.Packages {
-			out = append(out, sbom.Package{Name: p.Name, Version: p.Version, Arch: p.Arch, Source: p.Source, Manager: "dpkg",
+			out = append(out, sbom.Package{Name: p.Name, Version: p.Version, Arch: p.Arch, Source: p.Source, Manager: manager,
 				Container: name, OSID: ip.OSID, OSVersion: ip.OSVersion})
 		}
 	}
@@ -254,7 +258,7 @@ func (s *Service) scan(ctx context.Context, ids []string) (RunSummary, error) {
 		}
 		rows := make([]store.VulnFinding, len(r.fs))
 		for i, f := range r.fs {
-			rows[i] = store.VulnFinding{Advisory: f.Advisory, Package: f.Package, Source: f.Source, Installed: f.Installed,
+			rows[i] = store.VulnFinding{Advisory: f.Advisory, Package: f.Package, Container: f.Container, Source: f.Source, Installed: f.Installed,
 				Fixed: f.Fixed, Severity: f.Severity, CVEs: f.CVEs, CVSS: f.CVSS, Summary: f.Summary, Ecosystem: f.Ecosystem}
 		}
 		at := s.now()

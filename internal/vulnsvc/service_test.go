@@ -2,6 +2,7 @@ package vulnsvc_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -11,10 +12,12 @@ import (
 
 	"github.com/lcmproject/lcm/internal/bus"
 	_ "github.com/lcmproject/lcm/internal/bus/natsembed"
+	"github.com/lcmproject/lcm/internal/containers"
 	"github.com/lcmproject/lcm/internal/domain"
 	"github.com/lcmproject/lcm/internal/facts"
 	"github.com/lcmproject/lcm/internal/inventory"
 	"github.com/lcmproject/lcm/internal/pkgmgr"
+	"github.com/lcmproject/lcm/internal/sbom"
 	"github.com/lcmproject/lcm/internal/scanner"
 	"github.com/lcmproject/lcm/internal/status"
 	"github.com/lcmproject/lcm/internal/store"
@@ -247,8 +250,22 @@ func TestUpdateAll(t *testing.T) {
 	if err := e.inv.Ingest(ctx, c, f, inv); err != nil {
 		t.Fatal(err)
 	}
+	// c's CVE-relevant container has the fixable openssh: a host upgrade
+	// would not change it, so c is still left out.
+	ctr, _ := json.Marshal(containers.Inventory{CVEPackages: []containers.ImagePackages{{Engine: "docker", Container: "web", OSID: "debian", OSVersion: "12",
+		Packages: []containers.Package{{Name: "openssh-server", Version: "1:9.2p1-2+deb12u2", Arch: "amd64", Source: "openssh"}}}}})
+	if err := e.st.SetContainerInventory(ctx, store.ContainerInventory{ServerID: c, Data: ctr, RefreshedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.st.SetContainerCVERelevance(ctx, store.ContainerCVEMark{ServerID: c, Engine: "docker", Container: "web", MarkedAt: time.Now()}, true); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := e.svc.ScanAll(ctx); err != nil {
 		t.Fatal(err)
+	}
+	fs, _, err := e.svc.Findings(ctx, admin, store.VulnFilter{ServerID: c, FixOnly: true})
+	if err != nil || len(fs) != 1 || fs[0].Container != "docker/web" || fs[0].Advisory != "DSA-5724-1" {
+		t.Fatalf("c's container findings %+v %v", fs, err)
 	}
 	up := &fakeUpgrader{busy: b}
 	e.svc.SetUpgrader(up)
@@ -289,5 +306,51 @@ func TestScheduledScanSkipsMaintenance(t *testing.T) {
 	}
 	if n, err := e.svc.ScanAll(ctx); err != nil || n != 2 {
 		t.Fatalf("scanned %d (%v), want 2 after maintenance", n, err)
+	}
+}
+
+// TestSBOMContainerManagers: an Alpine container's packages (read from
+// apk's database) get apk purls on the container's release; an inventory
+// stored before the manager was recorded still means dpkg.
+func TestSBOMContainerManagers(t *testing.T) {
+	ctx := context.Background()
+	e := setup(t, "", vulndbtest.Build(t))
+	id := addServer(t, e.st, "web")
+	f, inv := bookworm(deb("openssh-server", "1:9.2p1-2+deb12u2", "openssh"))
+	if err := e.inv.Ingest(ctx, id, f, inv); err != nil {
+		t.Fatal(err)
+	}
+	ctr, _ := json.Marshal(containers.Inventory{CVEPackages: []containers.ImagePackages{
+		{Engine: "podman", Container: "edge", OSID: "alpine", OSVersion: "3.14.2", Manager: "apk",
+			Packages: []containers.Package{{Name: "libssl1.1", Version: "1.1.1k-r0", Arch: "armv7", Source: "openssl"}}},
+		{Engine: "docker", Container: "old", OSID: "debian", OSVersion: "12",
+			Packages: []containers.Package{{Name: "zlib1g", Version: "1:1.2.13.dfsg-1", Arch: "amd64", Source: "zlib"}}},
+	}})
+	if err := e.st.SetContainerInventory(ctx, store.ContainerInventory{ServerID: id, Data: ctr, RefreshedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"edge", "old"} {
+		eng := map[string]string{"edge": "podman", "old": "docker"}[n]
+		if err := e.st.SetContainerCVERelevance(ctx, store.ContainerCVEMark{ServerID: id, Engine: eng, Container: n, MarkedAt: time.Now()}, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bom, err := e.svc.SBOM(ctx, admin, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	purls := map[string]string{}
+	for _, c := range sbom.Components(bom) {
+		purls[c.Container+" "+c.Name] = c.Distro
+	}
+	if purls["podman/edge libssl1.1"] != "alpine-3.14.2" || purls["docker/old zlib1g"] != "debian-12" || purls[" openssh-server"] != "debian-12" {
+		t.Fatalf("components %v", purls)
+	}
+	found := false
+	for _, c := range *bom.Components {
+		found = found || strings.HasPrefix(c.PackageURL, "pkg:apk/alpine/libssl1.1@1.1.1k-r0?")
+	}
+	if !found {
+		t.Fatal("no apk purl for the Alpine container's libssl1.1")
 	}
 }

@@ -107,7 +107,8 @@ func (s *Service) UpdateAllStatus(ctx context.Context, p *domain.Principal) (*Bu
 
 // UpdateAll runs the security upgrade on every server visible to p with an
 // open finding that has a fix (one bulk run at a time: 409 while the jobs
-// of the last run are still pending or running).
+// of the last run are still pending or running). Findings in containers
+// do not count: the host's upgrade does not change a container's image.
 func (s *Service) UpdateAll(ctx context.Context, p *domain.Principal) (*BulkRun, error) {
 	if s.upgrader == nil {
 		return nil, domain.Unavailable("no_upgrader", "security upgrades are not available")
@@ -126,6 +127,9 @@ func (s *Service) UpdateAll(ctx context.Context, p *domain.Principal) (*BulkRun,
 	}
 	names := map[string]string{}
 	for _, f := range list {
+		if f.Container != "" {
+			continue
+		}
 		names[f.ServerID] = f.ServerName
 	}
 	ids := make([]string, 0, len(names))

@@ -251,6 +251,8 @@ export function securityFixtures({ enabled = true, earlyWarning = true } = {}) {
     f(2, 's-3', 'web-00004', 'DSA-5764-1', ['CVE-2024-5535', 'CVE-2024-6119'], 'libssl3', 'openssl', '3.0.14-1~deb12u1', '3.0.14-1~deb12u2', 'critical', 9.1, 'openssl - security update'),
     f(3, 's-3', 'web-00004', 'DEBIAN-CVE-2023-51767', ['CVE-2023-51767'], 'openssh-server', 'openssh', '1:9.2p1-2+deb12u2', '', 'unknown', 0, 'OpenSSH through 10.0 might allow row hammer attacks'),
     f(4, 's-5', 'db-00006', 'DSA-5724-1', ['CVE-2024-6387'], 'openssh-server', 'openssh', '1:9.2p1-2+deb12u2', '1:9.2p1-2+deb12u3', 'high', 8.1, 'openssh - security update'),
+    // The same advisory on an older libssl3 in s-3's CVE-relevant container docker/web.
+    { ...f(5, 's-3', 'web-00004', 'DSA-5764-1', ['CVE-2024-5535', 'CVE-2024-6119'], 'libssl3', 'openssl', '3.0.11-1~deb12u2', '3.0.14-1~deb12u2', 'critical', 9.1, 'openssl - security update'), container: 'docker/web' },
   ];
   const rank = { unknown: 0, low: 1, medium: 2, high: 3, critical: 4 };
   const filter = (url, serverId) => {
@@ -297,6 +299,7 @@ export function securityFixtures({ enabled = true, earlyWarning = true } = {}) {
     },
     'GET /api/v1/packages/vulnerable': () => [
       { package: 'libssl3', installed: '3.0.14-1~deb12u1', fixed: '3.0.14-1~deb12u2', severity: 'critical', advisories: ['DSA-5764-1'], cves: ['CVE-2024-5535', 'CVE-2024-6119'], servers: 1, server_ids: ['s-3'] },
+      { package: 'libssl3', container: 'docker/web', installed: '3.0.11-1~deb12u2', fixed: '3.0.14-1~deb12u2', severity: 'critical', advisories: ['DSA-5764-1'], cves: ['CVE-2024-5535', 'CVE-2024-6119'], servers: 1, server_ids: ['s-3'] },
       { package: 'openssh-server', installed: '1:9.2p1-2+deb12u2', fixed: '1:9.2p1-2+deb12u3', severity: 'high', advisories: ['DSA-5724-1'], cves: ['CVE-2024-6387'], servers: 2, server_ids: ['s-3', 's-5'] },
     ],
   };

@@ -1,5 +1,5 @@
 // Vulnerability scanning in the UI (issue 16): the server's Vulnerabilities
-// tab (findings, acknowledge, scan now, SBOM link), the fleet Security page
+// tab (findings, one in a container, acknowledge, scan now, SBOM link), the fleet Security page
 // (scanner status, by severity, by package, by CVE, fleet scan) and the
 // disabled scanner's reason. The real lcm-api serves the app; the security
 // data comes from page.route (mocks.mjs securityFixtures).
@@ -33,7 +33,13 @@ test('server page: Vulnerabilities tab lists findings, acknowledges, scans and l
   await page.getByRole('tab', { name: 'Vulnerabilities' }).click();
   const table = page.getByRole('table', { name: 'Vulnerabilities of this server' });
   await table.waitFor();
-  assert.deepEqual(await table.locator('tbody tr').evaluateAll((rs) => rs.map((r) => r.dataset.advisory)), ['DSA-5764-1', 'DSA-5724-1', 'DEBIAN-CVE-2023-51767']);
+  assert.deepEqual(await table.locator('tbody tr').evaluateAll((rs) => rs.map((r) => r.dataset.advisory)), ['DSA-5764-1', 'DSA-5764-1', 'DSA-5724-1', 'DEBIAN-CVE-2023-51767']);
+  // The container's libssl3 says where it is; the host's does not.
+  const inCtr = table.locator('tr[data-container="docker/web"]');
+  assert.equal(await inCtr.count(), 1);
+  await inCtr.getByText('in container docker/web').waitFor();
+  await inCtr.getByText('3.0.11-1~deb12u2').waitFor();
+  assert.equal(await table.getByText('in container').count(), 1);
   await table.getByText('1:9.2p1-2+deb12u3').first().waitFor();
   await table.getByText('no fix yet').waitFor();
   await page.getByTestId('scanner-status').getByText('Built-in OSV matcher (offline)').waitFor();
@@ -58,17 +64,18 @@ test('security page: scanner status, by severity, by package, by CVE, fleet scan
   const { page, seen } = await open('/security');
   await page.getByRole('heading', { name: 'Security', level: 1 }).waitFor();
   await page.getByTestId('scanner-status').getByText('current (less than 48 hours old)').waitFor();
-  await page.getByTestId('finding-count').filter({ hasText: '4 open findings' }).waitFor();
+  await page.getByTestId('finding-count').filter({ hasText: '5 open findings' }).waitFor();
 
   await page.getByLabel('Minimum severity').selectOption('critical');
-  await page.getByTestId('finding-count').filter({ hasText: '1 open finding' }).waitFor();
+  await page.getByTestId('finding-count').filter({ hasText: '2 open findings' }).waitFor();
   assert.ok(seen.queries.some((q) => q.includes('severity=critical')));
   await page.getByLabel('Minimum severity').selectOption('');
 
   await page.getByRole('tab', { name: 'By package' }).click();
   const pk = page.getByRole('table', { name: 'Vulnerable packages' });
   await pk.waitFor();
-  assert.deepEqual(await pk.locator('tbody tr').evaluateAll((rs) => rs.map((r) => r.dataset.package)), ['libssl3', 'openssh-server']);
+  assert.deepEqual(await pk.locator('tbody tr').evaluateAll((rs) => rs.map((r) => r.dataset.package)), ['libssl3', 'libssl3', 'openssh-server']);
+  await pk.locator('tr[data-container="docker/web"]').getByText('in container docker/web').waitFor();
   await pk.getByRole('button', { name: 'openssh-server' }).click();
   await page.getByTestId('finding-count').filter({ hasText: '3 open findings' }).waitFor();
   await page.getByRole('button', { name: 'Show all packages' }).click();

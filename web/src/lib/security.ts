@@ -14,6 +14,8 @@ export interface Vulnerability {
   advisory: string;
   cves: string[];
   package: string;
+  /** engine/name of the CVE-relevant container the package was found in ("docker/web"); absent: on the host. */
+  container?: string;
   source?: string;
   installed: string;
   fixed: string;
@@ -32,7 +34,8 @@ export interface Vulnerability {
 export interface VulnerabilityPage { items: Vulnerability[]; total: number }
 
 export interface VulnerablePackage {
-  package: string; installed: string; fixed: string; severity: Severity;
+  /** container: engine/name of the containers the package is in; absent: on the hosts (never grouped together). */
+  package: string; container?: string; installed: string; fixed: string; severity: Severity;
   advisories: string[]; cves: string[]; servers: number; server_ids: string[];
 }
 
