@@ -75,10 +75,36 @@ func runFw(ctx context.Context, ex remote.Executor, out io.Writer, cmds ...firew
 		}
 		if code != 0 {
 			if c.Args[0] == "systemctl" && sudoRestricted(ctx, ex) {
-				return failf("%s exited with code %d: restricted sudo mode allows the firewall tool but not systemctl, so starting or stopping firewalld needs full sudo mode (or start it on the server)", strings.Join(c.Args, " "), code)
+				// Restricted sudo mode allows firewall-cmd but not
+				// systemctl: lcm-helper starts or stops firewalld.
+				if err := firewalldViaHelper(ctx, ex, out, c); err != nil {
+					return err
+				}
+				continue
 			}
 			return failf("%s exited with code %d (see the output)", strings.Join(c.Args, " "), code)
 		}
+	}
+	return nil
+}
+
+// firewalldViaHelper runs `lcm-helper firewalld enable|disable` for the
+// systemctl command c (firewall.FirewalldEnable / FirewalldDisable).
+func firewalldViaHelper(ctx context.Context, ex remote.Executor, out io.Writer, c firewall.Command) error {
+	verb := ""
+	if len(c.Args) > 1 {
+		verb = c.Args[1]
+	}
+	if verb != "enable" && verb != "disable" {
+		return failf("%s: restricted sudo mode does not allow systemctl", strings.Join(c.Args, " "))
+	}
+	fmt.Fprintf(out, "lcm: restricted sudo mode: lcm-helper firewalld %s\n", verb)
+	code, err := run(ctx, ex, out, remote.Command{Cmd: helperCmd("firewalld", verb)})
+	if err != nil {
+		return err
+	}
+	if code != 0 {
+		return failf("lcm-helper firewalld %s exited with code %d: restricted sudo mode allows firewall-cmd but not systemctl, and the helper could not %s firewalld (an older helper: switch the server to full sudo mode and back to install the current one)", verb, code, verb)
 	}
 	return nil
 }

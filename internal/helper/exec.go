@@ -110,6 +110,10 @@ func run(c Command, stdin io.Reader, stdout, stderr io.Writer) error {
 		return linuxUser(c.Action, c.Arg, stdin, stdout, stderr)
 	case OpLinuxUserScan:
 		return linuxUserScan(stdout, stderr)
+	case OpFirewalld:
+		// The firewalld service, nothing else: a fixed argv, the verb
+		// validated by Parse.
+		return runTool(stdout, stderr, nil, "systemctl", c.Action, "--now", "firewalld")
 	}
 	return refuse("unknown subcommand")
 }

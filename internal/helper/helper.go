@@ -26,8 +26,10 @@ import (
 // History: 1 sudo-mode, sshd-*, sudoers-profile; 2 (linux-user) adds
 // linux-user, sudoers-profile leaves an unchanged file alone and accepts
 // sudoedit and run-as rules as internal/privilege renders them; 3 adds
-// linux-user-scan (the read-only account scan).
-const Protocol = "3"
+// linux-user-scan (the read-only account scan); 4 adds firewalld (start
+// or stop the firewalld service: restricted mode allows firewall-cmd but
+// not systemctl).
+const Protocol = "4"
 
 // Op is a subcommand.
 type Op string
@@ -44,6 +46,7 @@ const (
 	OpSudoersProf   Op = "sudoers-profile" // write|remove <slug>; content on stdin
 	OpLinuxUser     Op = "linux-user"      // apply|disable|enable|remove <username>; JSON on stdin
 	OpLinuxUserScan Op = "linux-user-scan" // print the account scan (read-only)
+	OpFirewalld     Op = "firewalld"       // enable|disable: systemctl enable|disable --now firewalld
 )
 
 // Command is a parsed, validated invocation.
@@ -83,7 +86,7 @@ var (
 // free text are never accepted.
 func Parse(args []string) (Command, error) {
 	if len(args) == 0 {
-		return Command{}, refuse("no subcommand (one of: version, sudo-mode, sshd-effective, sshd-dropin, sshd-reload, sshd-read, sshd-dump, sudoers-profile, linux-user, linux-user-scan)")
+		return Command{}, refuse("no subcommand (one of: version, sudo-mode, sshd-effective, sshd-dropin, sshd-reload, sshd-read, sshd-dump, sudoers-profile, linux-user, linux-user-scan, firewalld)")
 	}
 	for _, a := range args {
 		if len(a) > 512 || strings.ContainsAny(a, "\x00\n\r") {
@@ -103,6 +106,14 @@ func Parse(args []string) (Command, error) {
 			return Command{}, err
 		}
 		return Command{Op: op}, nil
+	case OpFirewalld:
+		if err := want(1); err != nil {
+			return Command{}, err
+		}
+		if rest[0] != "enable" && rest[0] != "disable" {
+			return Command{}, refuse("firewalld takes enable or disable, not %q", truncate(rest[0], 40))
+		}
+		return Command{Op: op, Action: rest[0]}, nil
 	case OpSudoMode:
 		if err := want(1); err != nil {
 			return Command{}, err
@@ -307,7 +318,7 @@ var AllowlistTools = []string{
 	"pacman",           // Arch
 	"apk",              // Alpine
 	"docker", "podman", // containers
-	"ufw", "firewall-cmd", "nft", // firewall
+	"ufw", "firewall-cmd", "firewall-offline-cmd", "nft", // firewall (firewalld: offline-cmd changes a stopped firewalld)
 }
 
 // SecurePath is Debian's and most distributions' sudo secure_path: sudo

@@ -25,6 +25,8 @@ func TestParse(t *testing.T) {
 		{[]string{"sudoers-profile", "write", "web-admins"}, Command{Op: OpSudoersProf, Action: "write", Arg: "web-admins"}},
 		{[]string{"linux-user", "disable", "alice"}, Command{Op: OpLinuxUser, Action: "disable", Arg: "alice"}},
 		{[]string{"linux-user-scan"}, Command{Op: OpLinuxUserScan}},
+		{[]string{"firewalld", "enable"}, Command{Op: OpFirewalld, Action: "enable"}},
+		{[]string{"firewalld", "disable"}, Command{Op: OpFirewalld, Action: "disable"}},
 	}
 	for _, tt := range ok {
 		got, err := Parse(tt.args)
@@ -43,6 +45,7 @@ func TestParse(t *testing.T) {
 		{"sudoers-profile", "write", "a\nb"}, {"--help"}, {"version\x00"},
 		{"linux-user-scan", ""}, {"linux-user-scan", "alice"}, {"linux-user-scan", "--all"}, {"linux-user-scan", "/etc/shadow"},
 		{"linux-user-scan", "passwd", "alice"}, {"linux-user-scan\n"}, {"Linux-User-Scan"},
+		{"firewalld"}, {"firewalld", "restart"}, {"firewalld", "enable", "sshd"}, {"firewalld", "mask"}, {"firewalld", "--now"},
 	}
 	for _, args := range bad {
 		if c, err := Parse(args); err == nil {
@@ -118,6 +121,8 @@ func FuzzParse(f *testing.F) {
 	f.Add("sshd-dropin", "remove", "10-lcm-ssh.conf")
 	f.Add("sudo-mode", "restricted", "")
 	f.Add("linux-user", "apply", "alice")
+	f.Add("firewalld", "enable", "")
+	f.Add("firewalld", "stop", "")
 	f.Add("linux-user-scan", "", "")
 	f.Add("linux-user-scan", "--all", "/etc/shadow")
 	f.Fuzz(func(t *testing.T, a, b, c string) {
