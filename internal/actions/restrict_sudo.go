@@ -187,15 +187,18 @@ func (r RestrictSudo) restoreFull(ctx context.Context, env *Env, pr *SudoProof, 
 	}
 	fmt.Fprintf(out, "lcm: the helper cannot restore full mode; waiting up to %s for its watchdog\n", wait)
 	deadline := time.Now().Add(wait)
+	var last error
+	tries := 0
 	for time.Now().Before(deadline) {
 		if !sleepCtx(ctx, 2*time.Second) {
 			return Result{Sudo: pr}, ctx.Err()
 		}
-		if proveFull(ctx, env, pr) == nil {
+		tries++
+		if last = proveFull(ctx, env, pr); last == nil {
 			return Result{Sudo: pr}, failf("%s; the helper could not be reached, and its watchdog restored full mode", reason)
 		}
 	}
-	return Result{Sudo: pr}, failf("%s; full mode could NOT be restored (neither the helper nor its watchdog): fix /etc/sudoers.d/lcm on the server as root", reason)
+	return Result{Sudo: pr}, failf("%s; full mode could NOT be restored (neither the helper nor its watchdog; %d checks, the last: %v): fix /etc/sudoers.d/lcm on the server as root", reason, tries, last)
 }
 
 // installHelper uploads lcm-helper (full sudo needed), checks its

@@ -171,7 +171,9 @@ func TestRestrictSudoUnreachableHelper(t *testing.T) {
 	}}.Run(context.Background(), env)
 	var failed *Failed
 	if !errors.As(err, &failed) || !strings.Contains(failed.Reason, "watchdog restored full mode") || !r.Sudo.RolledBack || !r.Sudo.Proven || r.Sudo.Mode != domain.SudoFull {
-		t.Fatalf("got %v %+v\n%s", err, r.Sudo, out)
+		// What the host looks like, before the cleanup resets it.
+		state := sh(t, root, "date; ls -la /etc/sudoers.d; cat /etc/sudoers.d/lcm; ps -eo pid,etime,args | cut -c1-120")
+		t.Fatalf("got %v %+v\n%s\nhost state:\n%s", err, r.Sudo, out, state)
 	}
 	t.Logf("full mode back after %s", time.Since(start).Round(time.Second))
 	if code, _ := as(t, env, "sudo -n true"); code != 0 {
