@@ -138,14 +138,18 @@ func (s *Service) stateOf(ctx context.Context, srv domain.Server) (serverState, 
 	if err != nil {
 		return st, err
 	}
+	ranks := groupRanks{}
 	for _, u := range users {
 		st.users[u.ID] = u
-		p, ok, err := s.EffectiveProfile(ctx, u, srv, as)
+		r, err := s.resolve(ctx, u, srv, as, ranks)
 		if err != nil {
 			return st, err
 		}
-		if ok {
-			st.assigned[u.ID] = p
+		if r.OK {
+			st.assigned[u.ID] = r.Profile
+		}
+		if r.Warning != "" {
+			s.log.Warn("linux users: "+r.Warning, "server_id", srv.ID, "user", u.Username)
 		}
 	}
 	provs, err := s.store.ListLinuxUserProvisions(ctx, "", srv.ID)
