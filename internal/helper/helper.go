@@ -338,11 +338,11 @@ func truncate(s string, n int) string {
 // exist; the helper itself is always added.
 var AllowlistTools = []string{
 	"apt-get", "apt", "apt-mark", "dpkg", // Debian, Ubuntu
-	"dnf", "yum", "rpm", // Fedora, RHEL
-	"zypper",           // SUSE
-	"pacman",           // Arch
-	"apk",              // Alpine
-	"docker", "podman", // containers
+	"dnf", "yum", "rpm", "package-cleanup", // Fedora, RHEL (yum-utils' package-cleanup removes old kernels on yum)
+	"zypper",                                               // SUSE
+	"pacman",                                               // Arch
+	"apk",                                                  // Alpine
+	"docker", "podman", "docker-compose", "podman-compose", // containers and their compose tools
 	"ufw", "firewall-cmd", "firewall-offline-cmd", "nft", // firewall (firewalld: offline-cmd changes a stopped firewalld)
 }
 

@@ -70,12 +70,15 @@ func SSHSocketDropIn(ports []int) string {
 // helper's, for full sudo mode (run as root).
 const SSHSocketRestartScript = `systemctl daemon-reload && systemctl restart ssh.socket && { ! systemctl is-active --quiet ssh.service || systemctl restart ssh.service; }`
 
-// sshSocketActive reports whether systemd runs and ssh.socket is active.
-func sshSocketActive() bool {
+// sshSocketInUse reports whether systemd runs and ssh.socket is active,
+// or failed (a restart that could not listen: LCM's rollback must reach
+// it).
+func sshSocketInUse() bool {
 	if _, err := os.Stat("/run/systemd/system"); err != nil {
 		return false
 	}
-	return runTool(io.Discard, io.Discard, nil, "systemctl", "is-active", "--quiet", "ssh.socket") == nil
+	return runTool(io.Discard, io.Discard, nil, "systemctl", "is-active", "--quiet", "ssh.socket") == nil ||
+		runTool(io.Discard, io.Discard, nil, "systemctl", "is-failed", "--quiet", "ssh.socket") == nil
 }
 
 // sshSocket runs "ssh-socket set|remove|show".
@@ -83,8 +86,8 @@ func sshSocket(action, arg string, stdout, stderr io.Writer) error {
 	if action == "show" {
 		return runTool(stdout, stderr, nil, "systemctl", "show", "ssh.socket", "--property=Listen")
 	}
-	if !sshSocketActive() {
-		return errors.New("ssh.socket is not active: sshd is not socket-activated here")
+	if !sshSocketInUse() {
+		return errors.New("ssh.socket is neither active nor failed: sshd is not socket-activated here")
 	}
 	var err error
 	switch action {
