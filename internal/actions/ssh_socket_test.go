@@ -63,7 +63,9 @@ func TestSSHPortSocketActivatedOnTestHost(t *testing.T) {
 		Reset()
 	})
 	dropIn := func() string { return sh(t, root, "cat "+SSHSocketDropIn+" 2>/dev/null || echo absent") }
-	listen := func() []int { return helper.ParseSocketListen(sh(t, root, "systemctl show ssh.socket --property=Listen")) }
+	listen := func() []int {
+		return helper.ParseSocketListen(sh(t, root, "systemctl show ssh.socket --property=Listen"))
+	}
 	// blockPort holds port on the host's address, so the socket cannot.
 	blockPort := func(port string) func() {
 		// A plain listener (perl's, SO_REUSEADDR but not SO_REUSEPORT, which
@@ -121,7 +123,9 @@ func TestSSHPortSocketActivatedOnTestHost(t *testing.T) {
 	// From here on LCM reaches the server on 2222, as the worker does
 	// once the stored port changed.
 	env.Exec, env.Creds.Addr = ex2222, net.JoinHostPort(h.Host, "2222")
-	env.Dial = func(ctx context.Context, user, key string) (remote.Executor, error) { return env.DialPort(ctx, user, key, 2222) }
+	env.Dial = func(ctx context.Context, user, key string) (remote.Executor, error) {
+		return env.DialPort(ctx, user, key, 2222)
+	}
 
 	// 3. Restricted sudo mode: the helper's ssh-socket does the same.
 	out.Reset()
@@ -143,7 +147,9 @@ func TestSSHPortSocketActivatedOnTestHost(t *testing.T) {
 	}
 	defer ex2400.Close()
 	env.Exec, env.Creds.Addr = ex2400, net.JoinHostPort(h.Host, "2400")
-	env.Dial = func(ctx context.Context, user, key string) (remote.Executor, error) { return env.DialPort(ctx, user, key, 2400) }
+	env.Dial = func(ctx context.Context, user, key string) (remote.Executor, error) {
+		return env.DialPort(ctx, user, key, 2400)
+	}
 	// A blocked port in restricted mode: the helper puts 2400 back.
 	unblock = blockPort("2500")
 	r, err = move(2500)
@@ -158,7 +164,9 @@ func TestSSHPortSocketActivatedOnTestHost(t *testing.T) {
 	if r, err := move(22); err != nil || r.SSH.Port != 22 || !reflect.DeepEqual(r.SSH.SocketPorts, []int{22}) {
 		t.Fatalf("back to 22: %v\n%s", err, out.String())
 	}
-	env.Dial = func(ctx context.Context, user, key string) (remote.Executor, error) { return env.DialPort(ctx, user, key, 22) }
+	env.Dial = func(ctx context.Context, user, key string) (remote.Executor, error) {
+		return env.DialPort(ctx, user, key, 22)
+	}
 	if err := keyLogin(t, h, env, domain.ManagementUser, env.Creds.PrivateKey); err != nil {
 		t.Fatalf("login on 22: %v", err)
 	}

@@ -31,12 +31,12 @@ func TestParsePorts(t *testing.T) {
 // older form with several on one line, IPv6 and wildcard forms.
 func TestParseSocketListen(t *testing.T) {
 	for in, want := range map[string][]int{
-		"Listen=0.0.0.0:22 (Stream)\nListen=[::]:22 (Stream)\n":                                  {22},
-		"Listen=0.0.0.0:22 (Stream)\nListen=[::]:22 (Stream)\nListen=0.0.0.0:2222 (Stream)\n":    {22, 2222},
-		"Listen=[::]:2222 (Stream)\n":                                                            {2222},
-		"Listen=[::]:22 (Stream) 0.0.0.0:2222 (Stream)\n":                                        {22, 2222},
-		"Listen=\n":                                                                              nil,
-		"Listen=/run/foo.sock (Stream)\n":                                                        nil,
+		"Listen=0.0.0.0:22 (Stream)\nListen=[::]:22 (Stream)\n":                               {22},
+		"Listen=0.0.0.0:22 (Stream)\nListen=[::]:22 (Stream)\nListen=0.0.0.0:2222 (Stream)\n": {22, 2222},
+		"Listen=[::]:2222 (Stream)\n":                                                         {2222},
+		"Listen=[::]:22 (Stream) 0.0.0.0:2222 (Stream)\n":                                     {22, 2222},
+		"Listen=\n":                       nil,
+		"Listen=/run/foo.sock (Stream)\n": nil,
 		"Listen=192.0.2.1:2200 (Stream)\nListen=[2001:db8::1]:2200 (Stream)\nListen=99999 (Stream)": {2200},
 	} {
 		if got := ParseSocketListen(in); !reflect.DeepEqual(got, want) {
