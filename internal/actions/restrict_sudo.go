@@ -60,7 +60,11 @@ type RestrictSudo struct {
 // HelperBinary returns the lcm-helper binary for a server architecture
 // (GOARCH): $LCM_HELPER_BIN for the worker's own architecture, else
 // lcm-helper-linux-<arch> or (same architecture) lcm-helper next to the
-// worker's executable. make build puts bin/lcm-helper beside the others.
+// worker's executable, else lcm-helper-linux-<arch> in the lcm-worker
+// package's directory. make build puts bin/lcm-helper and
+// bin/lcm-helper-linux-{amd64,arm64} beside the others; the lcm package
+// ships them in /usr/lib/lcm, the lcm-worker package in
+// /usr/lib/lcm-worker (docs/packages-deb.md).
 var HelperBinary = func(goarch string) ([]byte, error) {
 	var cands []string
 	if p := os.Getenv("LCM_HELPER_BIN"); p != "" && goarch == runtime.GOARCH {
@@ -73,6 +77,7 @@ var HelperBinary = func(goarch string) ([]byte, error) {
 			cands = append(cands, filepath.Join(dir, "lcm-helper"))
 		}
 	}
+	cands = append(cands, filepath.Join(WorkerHelperDir, "lcm-helper-linux-"+goarch))
 	for _, c := range cands {
 		if b, err := os.ReadFile(c); err == nil {
 			return b, nil
@@ -80,6 +85,9 @@ var HelperBinary = func(goarch string) ([]byte, error) {
 	}
 	return nil, fmt.Errorf("no lcm-helper for linux/%s next to the worker (looked at %s)", goarch, strings.Join(cands, ", "))
 }
+
+// WorkerHelperDir is where the lcm-worker package puts the helpers.
+const WorkerHelperDir = "/usr/lib/lcm-worker"
 
 // Run implements Action.
 func (r RestrictSudo) Run(ctx context.Context, env *Env) (Result, error) {
