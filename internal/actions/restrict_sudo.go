@@ -147,12 +147,32 @@ func (r RestrictSudo) toFull(ctx context.Context, env *Env, cur string) (Result,
 func (r RestrictSudo) toRestricted(ctx context.Context, env *Env, cur string) (Result, error) {
 	out := env.Out
 	pr := &SudoProof{}
+	if cur == domain.SudoRestricted {
+		// Already restricted: the helper writes the allowlist again; an
+		// outdated helper first hands back full sudo to be upgraded.
+		hs, want, err := readHelper(ctx, env)
+		if err != nil {
+			return Result{}, err
+		}
+		pr.HelperVersion, pr.HelperSHA256 = hs.Version, hs.SHA256
+		if want != "" && want != hs.SHA256 {
+			fmt.Fprintf(out, "lcm: the installed helper (%s) differs from this worker's: it hands back full sudo to be upgraded\n", orDash(hs.Version))
+			code, err := run(ctx, env.Exec, out, remote.Command{Cmd: "sudo -n " + HelperPath + " sudo-mode full"})
+			if err != nil {
+				return Result{}, err
+			}
+			if code != 0 {
+				return Result{}, failf("the outdated helper could not hand back full sudo (exit code %d): nothing changed", code)
+			}
+			cur = domain.SudoFull
+		} else {
+			fmt.Fprintln(out, "lcm: already restricted: the helper (current) writes the allowlist again")
+		}
+	}
 	if cur == domain.SudoFull {
 		if err := installHelper(ctx, env, pr); err != nil {
 			return Result{}, err
 		}
-	} else {
-		fmt.Fprintln(out, "lcm: already restricted: the helper writes the allowlist again (it cannot be upgraded without full sudo)")
 	}
 	raw, code, err := capture(ctx, env.Exec, out, remote.Command{Cmd: "sudo -n " + HelperPath + " sudo-mode restricted"})
 	fmt.Fprint(out, raw)
@@ -176,7 +196,8 @@ func (r RestrictSudo) toRestricted(ctx context.Context, env *Env, cur string) (R
 		return r.restoreFull(ctx, env, pr, fmt.Sprintf("the helper could not confirm restricted mode (exit code %d, %v)", code, err))
 	}
 	pr.Proven, pr.Mode = true, domain.SudoRestricted
-	return Result{Message: "sudo mode restricted (proven: the helper and the package manager work through sudo -n, a shell is refused)", Sudo: pr}, nil
+	return Result{Message: "sudo mode restricted (proven: the helper and the package manager work through sudo -n, a shell is refused)", Sudo: pr,
+		Helper: &HelperState{Version: pr.HelperVersion, SHA256: pr.HelperSHA256, At: time.Now().UTC()}}, nil
 }
 
 // restoreFull puts full mode back in the same run: through the helper,

@@ -30,9 +30,7 @@ const socketHostIndex = 17
 func socketActivatedHost(t *testing.T) (root remote.Executor, env *Env, h testutil.TestHost) {
 	t.Helper()
 	h = testutil.TestHostAt(t, socketHostIndex)
-	if os.Getenv("KEEPHOST") == "" {
-		t.Cleanup(func() { testutil.ResetTestHost(t, h) })
-	}
+	t.Cleanup(func() { testutil.ResetTestHost(t, h) })
 	root, env, _ = joinedHost(t, h)
 	fake, err := os.ReadFile("testdata/fake-systemctl.sh")
 	if err != nil {

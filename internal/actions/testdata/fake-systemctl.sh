@@ -68,7 +68,6 @@ case "$1 $2" in
         i=0; while ! grep -q '^Listening on ' "$S/act.$port.log" && kill -0 "$(cat "$S/act.$port.pid")" 2>/dev/null && [ $i -lt 30 ]; do sleep 0.1; i=$((i+1)); done
         grep -q '^Listening on ' "$S/act.$port.log" && break
         kill -0 "$(cat "$S/act.$port.pid")" 2>/dev/null || break
-        pp=$(cat "$S/act.$port.pid"); echo "DEBUG try $try pid $pp wchan $(cat /proc/$pp/wchan) syscall $(cat /proc/$pp/syscall) stat $(cut -d' ' -f3 /proc/$pp/stat) cmd $(tr '\0' ' ' < /proc/$pp/cmdline) fds $(ls -l /proc/$pp/fd | tr '\n' ' ')" >&2
         kill "$(cat "$S/act.$port.pid")"
       done
       if ! grep -q '^Listening on ' "$S/act.$port.log" || ! kill -0 "$(cat "$S/act.$port.pid")" 2>/dev/null; then
