@@ -52,8 +52,8 @@ type Result struct {
 	Ports    *PortsScan     `json:"ports,omitempty"`
 	// Helper is lcm-helper as read back at the start of a job that uses
 	// it in restricted mode (EnsureHelper), or as a switch installed it.
-	Helper *HelperState `json:"helper,omitempty"`
-	Duration time.Duration  `json:"-"`
+	Helper   *HelperState  `json:"helper,omitempty"`
+	Duration time.Duration `json:"-"`
 }
 
 // ServerFacts are the facts a join or connectivity check learned.

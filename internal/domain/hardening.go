@@ -29,7 +29,7 @@ type Hardening struct {
 	RootLogin   string
 	RootLoginAt *time.Time
 	// SSHProof are the sshd -T lines of the last proof.
-	SSHProof   []string
+	SSHProof []string
 	// PortAt is when the SSH port (Server.Port) was last proven: a fresh
 	// login on it after ssh-port, or an SSH proof that read it back.
 	PortAt     *time.Time

@@ -20,7 +20,7 @@ type SSHProof struct {
 	Port       int
 	PortProven bool
 	Lines      []string
-	At        time.Time
+	At         time.Time
 }
 
 // RecordSSHProof stores a proven SSH state of a server.
