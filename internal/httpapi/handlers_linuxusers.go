@@ -170,34 +170,60 @@ func (s *Server) addLinuxUserKey(c *gin.Context) {
 		return
 	}
 	k, err := s.lu().AddKey(c.Request.Context(), principal(c), c.Param("id"), req.PublicKey)
-	s.note(c, "linux_user.key_add", audit.Target("linux_user", c.Param("id")), map[string]any{"fingerprint": k.Fingerprint, "type": k.Type})
+	var push groupChangeDTO
+	var ids []string
+	if err == nil {
+		push, ids = toGroupChangeDTO(s.lu().PushKeys(c.Request.Context(), principal(c), c.Param("id")), false)
+	}
+	s.note(c, "linux_user.key_add", audit.Target("linux_user", c.Param("id")), map[string]any{"fingerprint": k.Fingerprint, "type": k.Type, "job_ids": ids})
 	if err != nil {
 		s.respondError(c, err)
 		return
 	}
-	c.JSON(http.StatusCreated, toLinuxUserKeyDTO(k))
+	c.JSON(http.StatusCreated, keyWithJobsDTO{linuxUserKeyDTO: toLinuxUserKeyDTO(k), Jobs: push.Jobs, NotStarted: push.NotStarted})
+}
+
+// keyWithJobsDTO is a new key and the jobs that take it to the servers
+// where the account is provisioned.
+type keyWithJobsDTO struct {
+	linuxUserKeyDTO
+	Jobs       []jobStartedDTO         `json:"jobs"`
+	NotStarted []linuxusers.NotStarted `json:"not_started"`
 }
 
 type generatedKeyDTO struct {
-	linuxUserKeyDTO
+	keyWithJobsDTO
 	// PrivateKey is shown once: LCM does not keep it.
 	PrivateKey string `json:"private_key"`
 }
 
 func (s *Server) generateLinuxUserKey(c *gin.Context) {
 	g, err := s.lu().GenerateKey(c.Request.Context(), principal(c), c.Param("id"))
-	s.note(c, "linux_user.key_generate", audit.Target("linux_user", c.Param("id")), map[string]any{"fingerprint": g.Key.Fingerprint})
+	var push groupChangeDTO
+	var ids []string
+	if err == nil {
+		push, ids = toGroupChangeDTO(s.lu().PushKeys(c.Request.Context(), principal(c), c.Param("id")), false)
+	}
+	s.note(c, "linux_user.key_generate", audit.Target("linux_user", c.Param("id")), map[string]any{"fingerprint": g.Key.Fingerprint, "job_ids": ids})
 	if err != nil {
 		s.respondError(c, err)
 		return
 	}
 	c.Header("Cache-Control", "no-store")
-	c.JSON(http.StatusCreated, generatedKeyDTO{linuxUserKeyDTO: toLinuxUserKeyDTO(g.Key), PrivateKey: g.PrivateKey})
+	c.JSON(http.StatusCreated, generatedKeyDTO{keyWithJobsDTO: keyWithJobsDTO{linuxUserKeyDTO: toLinuxUserKeyDTO(g.Key), Jobs: push.Jobs, NotStarted: push.NotStarted},
+		PrivateKey: g.PrivateKey})
 }
 
+// removeLinuxUserKey removes a key; jobs take the key out of LCM's block
+// on the servers where the account is provisioned (their ids are in the
+// audit entry and the servers' job history).
 func (s *Server) removeLinuxUserKey(c *gin.Context) {
 	k, err := s.lu().RemoveKey(c.Request.Context(), principal(c), c.Param("keyId"))
-	s.note(c, "linux_user.key_remove", audit.Target("linux_user", k.UserID), map[string]any{"key_id": c.Param("keyId"), "fingerprint": k.Fingerprint})
+	var ids []string
+	if err == nil {
+		_, ids = toGroupChangeDTO(s.lu().PushKeys(c.Request.Context(), principal(c), k.UserID), false)
+	}
+	s.note(c, "linux_user.key_remove", audit.Target("linux_user", k.UserID), map[string]any{"key_id": c.Param("keyId"), "fingerprint": k.Fingerprint, "job_ids": ids})
 	if err != nil {
 		s.respondError(c, err)
 		return

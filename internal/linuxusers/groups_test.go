@@ -230,3 +230,46 @@ func mustChange(t *testing.T) func(GroupChange, error) GroupChange {
 		return ch
 	}
 }
+
+// TestPushKeys: a key change goes at once to the servers where the
+// account is provisioned (a keys-only job), not where it is disabled or
+// not yet there.
+func TestPushKeys(t *testing.T) {
+	ctx := context.Background()
+	p := plane.Start(t, plane.Options{NoWorker: true})
+	svc := New(p.Store, p.Jobs, nil)
+	if err := svc.SeedBuiltins(ctx); err != nil {
+		t.Fatal(err)
+	}
+	hk := "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl"
+	on := p.AddServer(t, "on", "192.0.2.41:22", hk, "unused")
+	off := p.AddServer(t, "off", "192.0.2.42:22", hk, "unused")
+	u, err := svc.CreateUser(ctx, p.Admin, UserInput{Username: "ines"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for srv, state := range map[string]string{on.ID: domain.ProvisionProvisioned, off.ID: domain.ProvisionDisabled} {
+		if err := p.Store.SetLinuxUserProvision(ctx, domain.LinuxUserProvision{UserID: u.ID, ServerID: srv, Username: "ines", ProfileSlug: SlugStandard, State: state}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	k, err := svc.AddKey(ctx, p.Admin, u.ID, "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl ines@laptop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := svc.PushKeys(ctx, p.Admin, u.ID)
+	if len(ch.Jobs) != 1 || ch.Jobs[0].ServerID != on.ID || len(ch.NotStarted) != 0 || ch.Jobs[0].Name() != "Update the SSH keys of Linux user ines" {
+		t.Fatalf("push: %+v", ch)
+	}
+	var params actions.LinuxUsersParams
+	if err := json.Unmarshal(ch.Jobs[0].Params, &params); err != nil {
+		t.Fatal(err)
+	}
+	if s := params.Users[0]; s.Op != actions.LinuxUserKeys || len(s.Keys) != 1 || s.Keys[0] != k.PublicKey || s.ProfileSlug != SlugStandard {
+		t.Fatalf("keys job: %+v", s)
+	}
+	// The server is busy with that job: the next push lists it.
+	if ch := svc.PushKeys(ctx, p.Admin, u.ID); len(ch.Jobs) != 0 || len(ch.NotStarted) != 1 || ch.NotStarted[0].ServerName != "on" {
+		t.Fatalf("busy server: %+v", ch)
+	}
+}

@@ -128,3 +128,48 @@ func (s *Service) userSyncSpec(ctx context.Context, srv domain.Server, userID st
 	}
 	return actions.LinuxUserSpec{}, false, nil
 }
+
+// PushKeys takes a user's keys to every server where the account is
+// provisioned (not disabled, which keeps an empty block): one job per
+// server rewriting only LCM's key block (lcm-helper authorized-keys in
+// restricted sudo mode). It runs after a key is added, generated or
+// removed; a busy server is listed and catches up with its next sync.
+func (s *Service) PushKeys(ctx context.Context, p *domain.Principal, userID string) GroupChange {
+	ch := GroupChange{Jobs: []domain.Job{}, NotStarted: []NotStarted{}}
+	if s.jobs == nil {
+		return ch
+	}
+	u, err := s.store.GetLinuxUser(ctx, userID)
+	if err != nil {
+		ch.NotStarted = append(ch.NotStarted, NotStarted{Error: err.Error()})
+		return ch
+	}
+	provs, err := s.store.ListLinuxUserProvisions(ctx, userID, "")
+	if err != nil {
+		ch.NotStarted = append(ch.NotStarted, NotStarted{Error: err.Error()})
+		return ch
+	}
+	keys := make([]string, 0, len(u.Keys))
+	for _, k := range u.Keys {
+		keys = append(keys, k.PublicKey)
+	}
+	for _, pr := range provs {
+		if pr.State != domain.ProvisionProvisioned {
+			continue
+		}
+		srv, err := s.store.GetServer(ctx, store.SystemScope, pr.ServerID)
+		if err == nil && srv.Joined {
+			spec := actions.LinuxUserSpec{UserID: u.ID, ProfileSlug: pr.ProfileSlug, Op: actions.LinuxUserKeys, Username: u.Username, Keys: keys}
+			var j domain.Job
+			if j, err = s.submit(ctx, p, srv, actions.LinuxUsersParams{Users: []actions.LinuxUserSpec{spec}, Op: spec.Op, Username: u.Username}); err == nil {
+				ch.Jobs = append(ch.Jobs, j)
+				continue
+			}
+		}
+		if err != nil {
+			s.log.Warn("linux users: key update not started; the next sync takes the keys", "server_id", pr.ServerID, "user", u.Username, "err", err)
+			ch.NotStarted = append(ch.NotStarted, NotStarted{ServerID: pr.ServerID, ServerName: srv.Name, Error: err.Error()})
+		}
+	}
+	return ch
+}

@@ -256,7 +256,7 @@ func ParsePublicKey(line string) (domain.LinuxUserKey, error) {
 	return domain.LinuxUserKey{Type: pub.Type(), Bits: bits, Fingerprint: ssh.FingerprintSHA256(pub), Comment: comment, PublicKey: norm}, nil
 }
 
-// AddKey adds a public key to a user.
+// AddKey adds a public key to a user; PushKeys takes it to the servers.
 func (s *Service) AddKey(ctx context.Context, p *domain.Principal, userID, line string) (domain.LinuxUserKey, error) {
 	if err := requireAdmin(p); err != nil {
 		return domain.LinuxUserKey{}, err
