@@ -157,6 +157,20 @@ func TestRestrictSudoOnTestHost(t *testing.T) {
 		t.Fatalf("unharden in restricted mode: %v\n%s", err, out)
 	}
 
+	// ssh-port through the helper: the host's ListenAddress carries port
+	// 22, so the new port never answers and the helper rolls the drop-in
+	// back (the socket-activated case is TestSSHPortSocketActivatedOnTestHost).
+	env.Params, _ = json.Marshal(SSHPortParams{Port: 2222})
+	out.Reset()
+	r2, err := (SSHPort{}).Run(ctx, env)
+	if !errors.As(err, &failed) || !r2.SSH.RolledBack || !strings.Contains(failed.Reason, "sshd listens on port 22 as before") || !strings.Contains(out.String(), "through lcm-helper") {
+		t.Fatalf("ssh-port in restricted mode: %v %+v\n%s", err, r2.SSH, out)
+	}
+	if got := sh(t, root, "test -e "+SSHDropIn+" && echo present || echo absent"); got != "absent\n" {
+		t.Fatalf("10-lcm-ssh.conf after the restricted rollback: %s", got)
+	}
+	env.Params = nil
+
 	// The key rotation works in restricted mode too.
 	newKey, err := NewManagementKey("lcm@rotated")
 	if err != nil {
