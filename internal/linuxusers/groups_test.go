@@ -3,6 +3,7 @@ package linuxusers
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"testing"
 
 	"github.com/lcmproject/lcm/internal/actions"
@@ -271,5 +272,64 @@ func TestPushKeys(t *testing.T) {
 	// The server is busy with that job: the next push lists it.
 	if ch := svc.PushKeys(ctx, p.Admin, u.ID); len(ch.Jobs) != 0 || len(ch.NotStarted) != 1 || ch.NotStarted[0].ServerName != "on" {
 		t.Fatalf("busy server: %+v", ch)
+	}
+}
+
+// TestManagerAccountOps: disable, enable and remove of an account on a
+// server are server operations: a manager of the server's group may run
+// them (as sync-users); a manager of another group gets 404 (the server
+// is not visible); assigning a user stays admin-only.
+func TestManagerAccountOps(t *testing.T) {
+	ctx := context.Background()
+	p := plane.Start(t, plane.Options{NoWorker: true})
+	svc := New(p.Store, p.Jobs, nil)
+	if err := svc.SeedBuiltins(ctx); err != nil {
+		t.Fatal(err)
+	}
+	hk := "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl"
+	mine, err := p.Fleet.CreateGroup(ctx, domain.Group{Name: "mine"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := p.Fleet.CreateGroup(ctx, domain.Group{Name: "other"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mgrUser := p.Manager(t, "mgr-ops")
+	if _, err := p.Fleet.AssignManager(ctx, mine.ID, mgrUser.UserID); err != nil {
+		t.Fatal(err)
+	}
+	srv := p.AddServer(t, "m-1", "192.0.2.51:22", hk, "unused", mine.ID)
+	hidden := p.AddServer(t, "o-1", "192.0.2.52:22", hk, "unused", other.ID)
+	u, err := svc.CreateUser(ctx, p.Admin, UserInput{Username: "jule"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.AssignServer(ctx, mgrUser, srv.ID, u.ID, ""); !errors.Is(err, domain.ErrForbidden) {
+		t.Fatalf("manager assigns: %v", err)
+	}
+	if _, err := svc.Assign(ctx, p.Admin, u.ID, domain.TargetGroup, mine.ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []domain.Server{srv, hidden} {
+		if err := p.Store.SetLinuxUserProvision(ctx, domain.LinuxUserProvision{UserID: u.ID, ServerID: s.ID, Username: "jule", ProfileSlug: SlugStandard, State: domain.ProvisionProvisioned}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, op := range []string{actions.LinuxUserDisable, actions.LinuxUserEnable} {
+		j, err := svc.UserOpByName(ctx, mgrUser, srv.ID, op, "jule", false)
+		if err != nil {
+			t.Fatalf("manager %s: %v", op, err)
+		}
+		if _, err := p.Jobs.Abort(ctx, p.Admin, j.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := svc.UserOpByName(ctx, mgrUser, hidden.ID, actions.LinuxUserDisable, "jule", false); !isNotFound(err) {
+		t.Fatalf("manager on another group's server: %v", err)
+	}
+	// Remove is refused while assigned (409), not forbidden.
+	if _, err := svc.UserOpByName(ctx, mgrUser, srv.ID, actions.LinuxUserRemove, "jule", false); codeOf(err) != "still_assigned" {
+		t.Fatalf("manager remove while assigned: %v", err)
 	}
 }
