@@ -29,9 +29,11 @@ build: $(if $(wildcard web/package.json),web)
 	for b in $(BINARIES); do \
 	  if [ -d cmd/$$b ]; then CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/lcm-$$b ./cmd/$$b || exit 1; fi; \
 	done
-	# The agent binaries lcm-api serves at /api/v1/agent/download/{arch}.
+	# The agent binaries lcm-api serves at /api/v1/agent/download/{arch},
+	# and the helper a worker installs on servers of either architecture.
 	for arch in $(AGENT_ARCHES); do \
 	  CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/lcm-agent-linux-$$arch ./cmd/agent || exit 1; \
+	  CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/lcm-helper-linux-$$arch ./cmd/helper || exit 1; \
 	done
 
 # Debian packages lcm, lcm-worker, lcm-agent of VERSION into dist/

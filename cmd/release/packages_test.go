@@ -13,7 +13,7 @@ import (
 // the given version in Debian form; a bad version is refused.
 func TestPackagesSubcommand(t *testing.T) {
 	bin, out := t.TempDir(), t.TempDir()
-	for _, b := range []string{"lcm-api", "lcm-worker", "lcm-agent-linux-amd64", "lcm-agent-linux-arm64"} {
+	for _, b := range []string{"lcm-api", "lcm-worker", "lcm-agent-linux-amd64", "lcm-agent-linux-arm64", "lcm-helper-linux-amd64", "lcm-helper-linux-arm64"} {
 		if err := os.WriteFile(filepath.Join(bin, b), []byte("#!/bin/sh\n"), 0o755); err != nil {
 			t.Fatal(err)
 		}

@@ -61,7 +61,7 @@ if ! id "$SVC" >/dev/null 2>&1; then
 fi
 install -d -m 0700 -o "$SVC" -g "$SVC" "$STATE" "$CONF"
 install -d -m 0755 /usr/lib/lcm
-for b in lcm-api lcm-worker lcm-scanner lcm-helper; do
+for b in lcm-api lcm-worker lcm-scanner lcm-helper lcm-helper-linux-amd64 lcm-helper-linux-arm64; do
 	[ -x "$BIN/$b" ] && install -m 0755 "$BIN/$b" "/usr/lib/lcm/$b"
 done
 say "installed $(ls /usr/lib/lcm | tr '\n' ' ')into /usr/lib/lcm"

@@ -50,7 +50,10 @@ type Result struct {
 	// scan.
 	Firewall *FirewallProof `json:"firewall,omitempty"`
 	Ports    *PortsScan     `json:"ports,omitempty"`
-	Duration time.Duration  `json:"-"`
+	// Helper is lcm-helper as read back at the start of a job that uses
+	// it in restricted mode (EnsureHelper), or as a switch installed it.
+	Helper   *HelperState  `json:"helper,omitempty"`
+	Duration time.Duration `json:"-"`
 }
 
 // ServerFacts are the facts a join or connectivity check learned.

@@ -28,6 +28,10 @@ const (
 	LinuxUserDisable = "disable"
 	LinuxUserEnable  = "enable"
 	LinuxUserRemove  = "remove"
+	// LinuxUserKeys rewrites only LCM's key block of an existing account
+	// (the catalogue's keys changed): a script in full sudo mode, lcm-helper
+	// authorized-keys in restricted mode.
+	LinuxUserKeys = "keys"
 )
 
 // Key block markers in authorized_keys: LCM rewrites what is between them
@@ -90,7 +94,7 @@ func (s LinuxUserSpec) Check() error {
 		return failf("invalid user name %q", s.Username)
 	}
 	switch s.Op {
-	case LinuxUserApply, LinuxUserDisable, LinuxUserEnable, LinuxUserRemove:
+	case LinuxUserApply, LinuxUserDisable, LinuxUserEnable, LinuxUserRemove, LinuxUserKeys:
 	default:
 		return failf("unknown operation %q", s.Op)
 	}
@@ -185,6 +189,14 @@ func (s LinuxUserSpec) Script() string {
 		b.WriteString("\tsay \"account $U removed\"\nelse say \"account $U does not exist\"; fi\n")
 		b.WriteString("if id -u \"$U\" >/dev/null 2>&1; then echo 'lcm: the account still exists' >&2; exit 1; fi\n")
 		fmt.Fprintf(&b, "if [ -f %s ]; then rm -f %s; reload_sshd; fi\n", shQuote(dropIn), shQuote(dropIn))
+		return b.String()
+	case LinuxUserKeys:
+		keys := append([]string(nil), s.Keys...)
+		sort.Strings(keys)
+		b.WriteString("id -u \"$U\" >/dev/null 2>&1 || { echo \"lcm: no account $U\" >&2; exit 1; }\n")
+		fmt.Fprintf(&b, "KEYS=%s\n", shQuote(strings.Join(keys, "\n")))
+		b.WriteString(keysScript)
+		fmt.Fprintf(&b, "say \"%d key(s) in LCM's block for $U\"\n", len(keys))
 		return b.String()
 	case LinuxUserDisable:
 		b.WriteString("id -u \"$U\" >/dev/null 2>&1 || { echo \"lcm: no account $U\" >&2; exit 1; }\n")

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 
 	"github.com/lcmproject/lcm/internal/domain"
@@ -66,6 +67,24 @@ func helperInput(spec LinuxUserSpec, pwHash string) helper.LinuxUserInput {
 }
 
 func runLinuxUserHelper(ctx context.Context, ex remote.Executor, out io.Writer, spec LinuxUserSpec, pwHash string) (Result, error) {
+	if spec.Op == LinuxUserKeys {
+		// Only LCM's key block: the helper's authorized-keys subcommand,
+		// the keys one per line on stdin.
+		keys := append([]string(nil), spec.Keys...)
+		sort.Strings(keys)
+		stdin := strings.Join(keys, "\n")
+		if stdin != "" {
+			stdin += "\n"
+		}
+		code, err := run(ctx, ex, out, remote.Command{Cmd: helperCmd("authorized-keys", "write", spec.Username), Stdin: strings.NewReader(stdin)})
+		if err != nil {
+			return Result{}, err
+		}
+		if code != 0 {
+			return Result{ExitCode: code}, failf("the keys of Linux user %s through lcm-helper failed with exit code %d", spec.Username, code)
+		}
+		return Result{Message: fmt.Sprintf("keys %s: done", spec.Username)}, nil
+	}
 	in, err := json.Marshal(helperInput(spec, pwHash))
 	if err != nil {
 		return Result{}, err

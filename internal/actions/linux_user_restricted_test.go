@@ -185,6 +185,50 @@ func TestLinuxUserRestrictedOnTestHost(t *testing.T) {
 	// The activation password: su - takes it (PAM), a wrong one is refused.
 	assertSu(t, h, "alice", signer, "alice", pw)
 
+	// The catalogue's keys change: only LCM's block is rewritten, through
+	// the helper's authorized-keys; the person's own key stays, the old
+	// LCM key stops working, the new one logs in.
+	signer2, pub2 := newUserKey(t)
+	o = job(LinuxUserSpec{Op: LinuxUserKeys, Username: "alice", Keys: []string{pub2}, ProfileSlug: "ops"})
+	if !strings.Contains(o, "1 key(s) in LCM's block for alice") {
+		t.Fatalf("keys through the helper:\n%s", o)
+	}
+	if ak := sh(t, root, "cat /home/alice/.ssh/authorized_keys"); ak != ownPub+"\n"+KeysBegin+"\n"+pub2+"\n"+KeysEnd+"\n" {
+		t.Fatalf("authorized_keys after the key change:\n%s", ak)
+	}
+	if c, err := dialUser(ctx, h, "alice", signer2); err != nil {
+		t.Fatalf("login with the new key: %v", err)
+	} else {
+		c.Close()
+	}
+	if c, err := dialUser(ctx, h, "alice", signer); err == nil {
+		c.Close()
+		t.Fatal("the removed key still logs in")
+	}
+	if code, got := as(t, env, "sudo -n "+HelperPath+" authorized-keys show alice"); code != 0 || got != pub2+"\n" {
+		t.Fatalf("authorized-keys show: %d %q", code, got)
+	}
+	// The helper's refusals: the management user, a system account, a key
+	// with options, a key file behind a symbolic link.
+	for cmd, want := range map[string]string{
+		"printf '%s\\n' " + shQuote(pub2) + " | sudo -n " + HelperPath + " authorized-keys write lcm":                        "refused",
+		"printf '%s\\n' " + shQuote(pub2) + " | sudo -n " + HelperPath + " authorized-keys write man":                        "system account",
+		"printf '%s\\n' " + shQuote(`command="/bin/sh" `+pub2) + " | sudo -n " + HelperPath + " authorized-keys write alice": "refused",
+	} {
+		if code, o := as(t, env, cmd+" 2>&1"); code == 0 || !strings.Contains(o, want) {
+			t.Errorf("%s: exit %d %q, want a refusal with %q", cmd, code, o, want)
+		}
+	}
+	sh(t, root, "mv /home/alice/.ssh/authorized_keys /home/alice/ak.real && ln -s /home/alice/ak.real /home/alice/.ssh/authorized_keys")
+	if code, o := as(t, env, "printf '%s\\n' "+shQuote(pub2)+" | sudo -n "+HelperPath+" authorized-keys write alice 2>&1"); code == 0 || !strings.Contains(o, "symbolic link") {
+		t.Errorf("a linked key file: exit %d %q", code, o)
+	}
+	sh(t, root, "rm /home/alice/.ssh/authorized_keys && mv /home/alice/ak.real /home/alice/.ssh/authorized_keys")
+	o = job(LinuxUserSpec{Op: LinuxUserKeys, Username: "alice", Keys: []string{pub}, ProfileSlug: "ops"})
+	if ak := sh(t, root, "cat /home/alice/.ssh/authorized_keys"); ak != ownPub+"\n"+KeysBegin+"\n"+pub+"\n"+KeysEnd+"\n" {
+		t.Fatalf("authorized_keys after the key change back:\n%s\n%s", ak, o)
+	}
+
 	// A file-access-only account: the helper writes the SFTP drop-in.
 	bobSigner, bobPub := newUserKey(t)
 	job(LinuxUserSpec{Op: LinuxUserApply, Username: "bob", FileAccess: true, SFTPChroot: true, Keys: []string{bobPub}, ManagedGroups: []string{"lcm-prof-ops", "sudo"}})

@@ -205,6 +205,32 @@ func TestLinuxUserOnTestHost(t *testing.T) {
 		t.Fatalf("scan: %+v (%d accounts)", found, len(accts))
 	}
 
+	// The catalogue's keys change: only LCM's block is rewritten (op
+	// keys), the own key stays; the new key logs in, the old one no more;
+	// then back.
+	signer2, pub2 := newUserKey(t)
+	for _, k := range []struct {
+		key    string
+		in, no ssh.Signer
+	}{{pub2, signer2, signer}, {pub, signer, signer2}} {
+		out.Reset()
+		if _, err := RunLinuxUser(ctx, root, &out, LinuxUserSpec{Op: LinuxUserKeys, Username: "alice", Keys: []string{k.key}}, ""); err != nil {
+			t.Fatalf("keys: %v\n%s", err, out.String())
+		}
+		if ak, _ := luSh(t, root, "cat /home/alice/.ssh/authorized_keys"); ak != ownPub+"\n"+KeysBegin+"\n"+k.key+"\n"+KeysEnd+"\n" {
+			t.Fatalf("authorized_keys after the key change:\n%s\n%s", ak, out.String())
+		}
+		c, err := dial("alice", k.in)
+		if err != nil {
+			t.Fatalf("login with the block's key: %v", err)
+		}
+		c.Close()
+		if c, err := dial("alice", k.no); err == nil {
+			c.Close()
+			t.Fatal("a key out of the block still logs in")
+		}
+	}
+
 	// Disable: login fails, keys out of the block, own key kept.
 	out.Reset()
 	if _, err := RunLinuxUser(ctx, root, &out, LinuxUserSpec{Op: LinuxUserDisable, Username: "alice"}, ""); err != nil {

@@ -60,7 +60,11 @@ type RestrictSudo struct {
 // HelperBinary returns the lcm-helper binary for a server architecture
 // (GOARCH): $LCM_HELPER_BIN for the worker's own architecture, else
 // lcm-helper-linux-<arch> or (same architecture) lcm-helper next to the
-// worker's executable. make build puts bin/lcm-helper beside the others.
+// worker's executable, else lcm-helper-linux-<arch> in the lcm-worker
+// package's directory. make build puts bin/lcm-helper and
+// bin/lcm-helper-linux-{amd64,arm64} beside the others; the lcm package
+// ships them in /usr/lib/lcm, the lcm-worker package in
+// /usr/lib/lcm-worker (docs/packages-deb.md).
 var HelperBinary = func(goarch string) ([]byte, error) {
 	var cands []string
 	if p := os.Getenv("LCM_HELPER_BIN"); p != "" && goarch == runtime.GOARCH {
@@ -73,6 +77,7 @@ var HelperBinary = func(goarch string) ([]byte, error) {
 			cands = append(cands, filepath.Join(dir, "lcm-helper"))
 		}
 	}
+	cands = append(cands, filepath.Join(WorkerHelperDir, "lcm-helper-linux-"+goarch))
 	for _, c := range cands {
 		if b, err := os.ReadFile(c); err == nil {
 			return b, nil
@@ -80,6 +85,9 @@ var HelperBinary = func(goarch string) ([]byte, error) {
 	}
 	return nil, fmt.Errorf("no lcm-helper for linux/%s next to the worker (looked at %s)", goarch, strings.Join(cands, ", "))
 }
+
+// WorkerHelperDir is where the lcm-worker package puts the helpers.
+const WorkerHelperDir = "/usr/lib/lcm-worker"
 
 // Run implements Action.
 func (r RestrictSudo) Run(ctx context.Context, env *Env) (Result, error) {
@@ -139,12 +147,32 @@ func (r RestrictSudo) toFull(ctx context.Context, env *Env, cur string) (Result,
 func (r RestrictSudo) toRestricted(ctx context.Context, env *Env, cur string) (Result, error) {
 	out := env.Out
 	pr := &SudoProof{}
+	if cur == domain.SudoRestricted {
+		// Already restricted: the helper writes the allowlist again; an
+		// outdated helper first hands back full sudo to be upgraded.
+		hs, want, err := readHelper(ctx, env)
+		if err != nil {
+			return Result{}, err
+		}
+		pr.HelperVersion, pr.HelperSHA256 = hs.Version, hs.SHA256
+		if want != "" && want != hs.SHA256 {
+			fmt.Fprintf(out, "lcm: the installed helper (%s) differs from this worker's: it hands back full sudo to be upgraded\n", orDash(hs.Version))
+			code, err := run(ctx, env.Exec, out, remote.Command{Cmd: "sudo -n " + HelperPath + " sudo-mode full"})
+			if err != nil {
+				return Result{}, err
+			}
+			if code != 0 {
+				return Result{}, failf("the outdated helper could not hand back full sudo (exit code %d): nothing changed", code)
+			}
+			cur = domain.SudoFull
+		} else {
+			fmt.Fprintln(out, "lcm: already restricted: the helper (current) writes the allowlist again")
+		}
+	}
 	if cur == domain.SudoFull {
 		if err := installHelper(ctx, env, pr); err != nil {
 			return Result{}, err
 		}
-	} else {
-		fmt.Fprintln(out, "lcm: already restricted: the helper writes the allowlist again (it cannot be upgraded without full sudo)")
 	}
 	raw, code, err := capture(ctx, env.Exec, out, remote.Command{Cmd: "sudo -n " + HelperPath + " sudo-mode restricted"})
 	fmt.Fprint(out, raw)
@@ -168,7 +196,8 @@ func (r RestrictSudo) toRestricted(ctx context.Context, env *Env, cur string) (R
 		return r.restoreFull(ctx, env, pr, fmt.Sprintf("the helper could not confirm restricted mode (exit code %d, %v)", code, err))
 	}
 	pr.Proven, pr.Mode = true, domain.SudoRestricted
-	return Result{Message: "sudo mode restricted (proven: the helper and the package manager work through sudo -n, a shell is refused)", Sudo: pr}, nil
+	return Result{Message: "sudo mode restricted (proven: the helper and the package manager work through sudo -n, a shell is refused)", Sudo: pr,
+		Helper: &HelperState{Version: pr.HelperVersion, SHA256: pr.HelperSHA256, At: time.Now().UTC()}}, nil
 }
 
 // restoreFull puts full mode back in the same run: through the helper,

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lcmproject/lcm/internal/domain"
+	"github.com/lcmproject/lcm/internal/pkgmgr"
 	"github.com/lcmproject/lcm/internal/remote"
 	"github.com/lcmproject/lcm/internal/testutil"
 )
@@ -35,6 +36,10 @@ func TestRestrictSudoOnTestHost(t *testing.T) {
 	buildHelper(t)
 	root, env, h, out := hardeningHost(t)
 	ctx := context.Background()
+	// Before the switch (the allowlist holds what exists then): tree, for
+	// LCM to remove in restricted mode, and Debian's zypper, to prove the
+	// form LCM runs it in (sudo's VAR=value, never env) is allowed.
+	sh(t, root, "DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends tree zypper >/tmp/lcm-install.log 2>&1 || { tail -20 /tmp/lcm-install.log; exit 1; }")
 
 	env.Params, _ = json.Marshal(RestrictSudoParams{Mode: domain.SudoRestricted})
 	r, err := RestrictSudo{}.Run(ctx, env)
@@ -91,6 +96,43 @@ func TestRestrictSudoOnTestHost(t *testing.T) {
 	if _, err := (UpgradeSecurity{}).Run(ctx, env); err != nil {
 		t.Fatalf("upgrade-security in restricted mode: %v\n%s", err, out)
 	}
+	// The inventory refresh and the package actions, as jobs run them.
+	env.Creds.PackageFamily = "apt"
+	out.Reset()
+	if _, data, err := (RefreshJob{}).RunData(ctx, env); err != nil || len(data) == 0 {
+		t.Fatalf("refresh in restricted mode: %v\n%s", err, out)
+	}
+	for _, p := range []PackageParams{
+		{Action: PkgRefreshLists},
+		{Action: PkgUpdate, Names: []string{"tzdata"}},
+		{Action: PkgHold, Names: []string{"tree"}},
+		{Action: PkgUnhold, Names: []string{"tree"}},
+		{Action: PkgRemove, Names: []string{"tree"}},
+		{Action: PkgAutoremove},
+	} {
+		out.Reset()
+		env.Params, _ = json.Marshal(p)
+		if _, _, err := (PackageJob{}).RunData(ctx, env); err != nil {
+			t.Fatalf("%s in restricted mode: %v\n%s", p.Action, err, out)
+		}
+	}
+	if got := sh(t, root, "dpkg-query -W -f='${db:Status-Abbrev}' tree 2>/dev/null || true"); strings.HasPrefix(got, "ii") {
+		t.Fatalf("tree is still installed after remove in restricted mode: %q", got)
+	}
+	// zypper as pkgmgr runs it: sudo's VAR=value form is allowed (SETENV),
+	// env is not on the allowlist.
+	zy := pkgmgr.Zypper{}.RefreshLists()
+	prefix := zy[:strings.Index(zy, "--non-interactive ")+len("--non-interactive ")]
+	if !strings.HasPrefix(prefix, "sudo -n ZYPP_LOCK_TIMEOUT=120 ") {
+		t.Fatalf("zypper command %q", zy)
+	}
+	if code, o := as(t, env, prefix+"--version 2>&1"); code != 0 || !strings.Contains(o, "zypper") {
+		t.Fatalf("%s--version in restricted mode: %d %s", prefix, code, o)
+	}
+	if code, _ := as(t, env, "sudo -n env ZYPP_LOCK_TIMEOUT=120 zypper --version 2>&1"); code == 0 {
+		t.Fatal("sudo env … must be refused in restricted mode")
+	}
+	env.Params = nil
 
 	// SSH hardening works through the helper, proven the same way.
 	out.Reset()
@@ -114,6 +156,20 @@ func TestRestrictSudoOnTestHost(t *testing.T) {
 	if r, err := (UnhardenSSH{}).Run(ctx, env); err != nil || r.SSH.PasswordAuth != "yes" {
 		t.Fatalf("unharden in restricted mode: %v\n%s", err, out)
 	}
+
+	// ssh-port through the helper: the host's ListenAddress carries port
+	// 22, so the new port never answers and the helper rolls the drop-in
+	// back (the socket-activated case is TestSSHPortSocketActivatedOnTestHost).
+	env.Params, _ = json.Marshal(SSHPortParams{Port: 2222})
+	out.Reset()
+	r2, err := (SSHPort{}).Run(ctx, env)
+	if !errors.As(err, &failed) || !r2.SSH.RolledBack || !strings.Contains(failed.Reason, "sshd listens on port 22 as before") || !strings.Contains(out.String(), "through lcm-helper") {
+		t.Fatalf("ssh-port in restricted mode: %v %+v\n%s", err, r2.SSH, out)
+	}
+	if got := sh(t, root, "test -e "+SSHDropIn+" && echo present || echo absent"); got != "absent\n" {
+		t.Fatalf("10-lcm-ssh.conf after the restricted rollback: %s", got)
+	}
+	env.Params = nil
 
 	// The key rotation works in restricted mode too.
 	newKey, err := NewManagementKey("lcm@rotated")

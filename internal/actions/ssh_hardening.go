@@ -86,6 +86,10 @@ type SSHProof struct {
 	Overrides []string `json:"overrides,omitempty"`
 	// MainEdits are LCM's marked edits of the main file (made or undone).
 	MainEdits []string `json:"main_edits,omitempty"`
+	// Socket is set when sshd is socket-activated (ssh.socket);
+	// SocketPorts are the ports the socket was read back listening on.
+	Socket      bool  `json:"socket,omitempty"`
+	SocketPorts []int `json:"socket_ports,omitempty"`
 	// Missing names the proof that could not be had.
 	Missing    string `json:"missing,omitempty"`
 	RolledBack bool   `json:"rolled_back,omitempty"`

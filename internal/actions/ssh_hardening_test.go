@@ -293,6 +293,110 @@ func TestSSHRootLoginOnTestHost(t *testing.T) {
 	if err := keyLogin(t, h, env, "root", string(h.PrivateKey)); err != nil {
 		t.Fatalf("root key login must work again: %v", err)
 	}
+	// "yes" conflicts with "prohibit-password" too: it stays marked.
+	if got := sh(t, root, "head -n1 /etc/ssh/sshd_config"); got != "#lcm-disabled:root-login# PermitRootLogin yes\n" {
+		t.Fatalf("still conflicting line: %q", got)
+	}
+
+	// A main-file line that agrees with the setting LCM goes back to: it is
+	// marked while root login is forbidden and restored, byte for byte,
+	// when root login is set back (the marked edit does not outlive the
+	// setting that needed it).
+	sh(t, root, `sed -i '1d' /etc/ssh/sshd_config && sed -i '1i PermitRootLogin prohibit-password' /etc/ssh/sshd_config`)
+	mainBefore := sh(t, root, "cat /etc/ssh/sshd_config")
+	for _, c := range []struct {
+		enabled bool
+		head    string
+		edit    string
+	}{
+		{false, "#lcm-disabled:root-login# PermitRootLogin prohibit-password\n", "commented out"},
+		{true, "PermitRootLogin prohibit-password\n", "restored (it no longer conflicts)"},
+	} {
+		env.Params, _ = json.Marshal(RootLoginParams{Enabled: c.enabled})
+		out.Reset()
+		r, err := SSHRootLogin{}.Run(ctx, env)
+		if err != nil || len(r.SSH.MainEdits) != 1 || !strings.Contains(r.SSH.MainEdits[0], c.edit) {
+			t.Fatalf("root login %v: %v %+v\n%s", c.enabled, err, r.SSH, out)
+		}
+		if got := sh(t, root, "head -n1 /etc/ssh/sshd_config"); got != c.head {
+			t.Fatalf("root login %v: first line %q", c.enabled, got)
+		}
+	}
+	if got := sh(t, root, "cat /etc/ssh/sshd_config"); got != mainBefore {
+		t.Fatalf("the main file is not as before:\n%s\n---\n%s", got, mainBefore)
+	}
+}
+
+// TestSSHChangeRollsBackWithoutFreshLogin: LCM loses its way in after a
+// change (the fresh login with the management key fails): harden-ssh and
+// ssh-root-login put the previous files back in the same run, and the
+// server reads back as before.
+func TestSSHChangeRollsBackWithoutFreshLogin(t *testing.T) {
+	root, env, h, out := hardeningHost(t)
+	ctx := context.Background()
+	dial := env.Dial
+	locked := false
+	env.Dial = func(ctx context.Context, user, key string) (remote.Executor, error) {
+		if locked {
+			return nil, errors.New("ssh: handshake failed: ssh: unable to authenticate (the test locks LCM out)")
+		}
+		return dial(ctx, user, key)
+	}
+	before := sh(t, root, "cat /etc/ssh/sshd_config; ls /etc/ssh/sshd_config.d/")
+	for name, run := range map[string]func() (Result, error){
+		"harden-ssh": func() (Result, error) { env.Params = nil; return HardenSSH{}.Run(ctx, env) },
+		"ssh-root-login": func() (Result, error) {
+			env.Params, _ = json.Marshal(RootLoginParams{Enabled: false})
+			return SSHRootLogin{}.Run(ctx, env)
+		},
+	} {
+		locked = true
+		out.Reset()
+		r, err := run()
+		locked = false
+		var failed *Failed
+		if !errors.As(err, &failed) || r.SSH == nil || !r.SSH.RolledBack || !strings.Contains(failed.Reason, "a fresh login with the management key failed after the change") ||
+			!strings.Contains(failed.Reason, "rolled back, nothing changed") {
+			t.Fatalf("%s without a fresh login: %v %+v\n%s", name, err, r.SSH, out)
+		}
+		// The proof after the rollback is the server's state as before.
+		if !r.SSH.Proven || r.SSH.PasswordAuth != "yes" || r.SSH.RootLogin != "prohibit-password" {
+			t.Fatalf("%s: read back after the rollback %+v", name, r.SSH)
+		}
+		if got := sh(t, root, "cat /etc/ssh/sshd_config; ls /etc/ssh/sshd_config.d/"); got != before {
+			t.Fatalf("%s: files after the rollback:\n%s\n---\n%s", name, got, before)
+		}
+		if err := passwordLogin(t, h); err != nil {
+			t.Fatalf("%s: password logins work as before the change: %v", name, err)
+		}
+	}
+}
+
+// TestSSHHardeningNoProofOnTestHost: the spec's third transition — sshd -T
+// gives no result (here a wrapper in front of sshd fails "-T" and passes
+// everything else on): ssh_hardened stays off, the drop-in is rolled back
+// and the failure names the missing proof.
+func TestSSHHardeningNoProofOnTestHost(t *testing.T) {
+	root, env, h, out := hardeningHost(t)
+	ctx := context.Background()
+	sh(t, root, `printf '#!/bin/sh
+for a; do [ "$a" = -T ] && { echo "sshd: no effective configuration (test)" >&2; exit 255; }; done
+exec /usr/sbin/sshd "$@"
+' > /usr/local/sbin/sshd && chmod 755 /usr/local/sbin/sshd`)
+	r, err := HardenSSH{}.Run(ctx, env)
+	var failed *Failed
+	if !errors.As(err, &failed) || r.SSH == nil || r.SSH.Hardened() || !r.SSH.RolledBack || !strings.Contains(failed.Reason, "no proof: sshd -T -C exited with code 255") {
+		t.Fatalf("harden without a read-back: %v %+v\n%s", err, r.SSH, out)
+	}
+	if r.SSH.Proven || !strings.Contains(r.SSH.Missing, "sshd -T -C exited with code 255") {
+		t.Fatalf("the proof must be missing and named: %+v", r.SSH)
+	}
+	if got := sh(t, root, "test -e "+HardeningDropIn+" && echo present || echo absent"); got != "absent\n" {
+		t.Fatalf("drop-in after the rollback: %s", got)
+	}
+	if err := passwordLogin(t, h); err != nil {
+		t.Fatalf("password logins work as before: %v", err)
+	}
 }
 
 func TestSSHChangeRefusesPasswordDevices(t *testing.T) {

@@ -69,8 +69,13 @@ type SSHPortParams struct {
 //	──► Port new only ──► reload, fresh login on new ──► the server's stored port changes (finish hook)
 //	any proof fails ──► previous drop-in back, reload, fresh login on the old port
 //
-// A socket-activated sshd (ssh.socket) is refused with a clear message:
-// its port is the socket unit's, not sshd_config's.
+// A socket-activated sshd (ssh.socket active: Ubuntu 22.10 and later)
+// listens where the socket unit says: each step also writes LCM's
+// ssh.socket drop-in (helper.SSHSocketDropIn: the unit's ListenStream
+// reset, the ports on IPv4 and IPv6), runs daemon-reload and restarts
+// ssh.socket (and ssh.service when it runs), and reads back what the
+// socket listens on (systemctl show ssh.socket --property=Listen) before
+// the fresh login; the rollback restores that drop-in too.
 type SSHPort struct{}
 
 // Run implements Action.
@@ -91,12 +96,9 @@ func (SSHPort) Run(ctx context.Context, env *Env) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	code, err := run(ctx, env.Exec, out, remote.Command{Cmd: "[ -d /run/systemd/system ] && systemctl is-active --quiet ssh.socket"})
+	sock, err := detectSSHSocket(ctx, o)
 	if err != nil {
 		return Result{}, err
-	}
-	if code == 0 {
-		return Result{}, failf("sshd is socket-activated (ssh.socket): its port is set in the socket unit, which LCM does not change yet; nothing changed")
 	}
 	conn := sshConnection(ctx, env.Exec, out)
 	before, err := readFiles(ctx, o, SSHDropIn)
@@ -105,7 +107,53 @@ func (SSHPort) Run(ctx context.Context, env *Env) (Result, error) {
 	}
 	prev := before[0]
 	st := parseSSHDropIn(prev.content)
-	pr := &SSHProof{}
+	pr := &SSHProof{Socket: sock != nil}
+	// apply writes the ports: sshd's drop-in, reloaded, and on a
+	// socket-activated sshd the socket's.
+	// wrote is false when nothing changed (sshd -t refused the drop-in,
+	// and the previous one is back).
+	apply := func(ports []int) (wrote bool, err error) {
+		next := st
+		next.ports = ports
+		if err := o.put(ctx, SSHDropIn, next.render(), true); err != nil {
+			return false, err
+		}
+		if err := o.reload(ctx); err != nil {
+			return true, fmt.Errorf("sshd could not be reloaded: %w", err)
+		}
+		if sock != nil {
+			return true, sock.set(ctx, ports)
+		}
+		return true, nil
+	}
+	// proven reads back sshd -T (and the socket's ports) and logs in on
+	// port; "" when both show it and the login works.
+	proven := func(port int, phase string) string {
+		readBack(ctx, o, conn, env.Creds.User, pr)
+		switch {
+		case !pr.Proven:
+			return "no proof: " + pr.Missing
+		case !slices.Contains(pr.Ports, port):
+			return fmt.Sprintf("%ssshd -T does not list port %d (ports: %v)", phase, port, pr.Ports)
+		}
+		if sock != nil {
+			ports, err := sock.listen(ctx)
+			pr.SocketPorts = ports
+			if err != nil {
+				return "the ports of ssh.socket could not be read back: " + err.Error()
+			}
+			if !slices.Contains(ports, port) {
+				return fmt.Sprintf("%sssh.socket does not listen on port %d (it listens on %v)", phase, port, ports)
+			}
+		}
+		if err := proveFreshLoginOn(ctx, env, port); err != nil {
+			if phase != "" {
+				return fmt.Sprintf("a fresh login on port %d failed after the switch (%v)", port, err)
+			}
+			return fmt.Sprintf("a fresh login on port %d failed (%v): a ListenAddress with a port, a firewall or SELinux may hold it", port, err)
+		}
+		return ""
+	}
 	rollback := func(reason string) (Result, error) {
 		fmt.Fprintf(out, "lcm: %s; rolling back\n", reason)
 		pr.RolledBack = true
@@ -116,9 +164,17 @@ func (SSHPort) Run(ctx context.Context, env *Env) (Result, error) {
 		if err := o.reload(ctx); err != nil {
 			errs = append(errs, "reload: "+err.Error())
 		}
+		if sock != nil {
+			if err := sock.restore(ctx); err != nil {
+				errs = append(errs, "ssh.socket: "+err.Error())
+			}
+		}
 		after := &SSHProof{}
 		readBack(ctx, o, conn, env.Creds.User, after)
 		pr.Proven, pr.PasswordAuth, pr.RootLogin, pr.Port, pr.Ports, pr.Lines = after.Proven, after.PasswordAuth, after.RootLogin, after.Port, after.Ports, after.Lines
+		if sock != nil {
+			pr.SocketPorts, _ = sock.listen(ctx)
+		}
 		if err := proveFreshLoginOn(ctx, env, oldPort); err != nil {
 			errs = append(errs, "login on the old port "+strconv.Itoa(oldPort)+": "+err.Error())
 		}
@@ -128,47 +184,36 @@ func (SSHPort) Run(ctx context.Context, env *Env) (Result, error) {
 		return Result{SSH: pr}, failf("%s; rolled back, sshd listens on port %d as before", reason, oldPort)
 	}
 	// Phase 1: both ports.
-	both := st
-	both.ports = []int{oldPort}
+	both := []int{oldPort}
 	if p.Port != oldPort {
-		both.ports = append(both.ports, p.Port)
+		both = append(both, p.Port)
 	}
-	if err := o.put(ctx, SSHDropIn, both.render(), true); err != nil {
-		return Result{}, err
+	if wrote, err := apply(both); err != nil {
+		if !wrote {
+			return Result{}, err
+		}
+		return rollback(err.Error())
 	}
-	if err := o.reload(ctx); err != nil {
-		return rollback("sshd could not be reloaded: " + err.Error())
-	}
-	readBack(ctx, o, conn, env.Creds.User, pr)
-	if !pr.Proven {
-		return rollback("no proof: " + pr.Missing)
-	}
-	if !slices.Contains(pr.Ports, p.Port) {
-		return rollback(fmt.Sprintf("sshd -T does not list port %d (ports: %v)", p.Port, pr.Ports))
-	}
-	if err := proveFreshLoginOn(ctx, env, p.Port); err != nil {
-		return rollback(fmt.Sprintf("a fresh login on port %d failed (%v): a ListenAddress with a port, a firewall or SELinux may hold it", p.Port, err))
+	if why := proven(p.Port, ""); why != "" {
+		return rollback(why)
 	}
 	// Phase 2: only the new port.
-	only := st
-	only.ports = []int{p.Port}
-	if err := o.put(ctx, SSHDropIn, only.render(), true); err != nil {
-		return rollback("writing the new port alone failed: " + err.Error())
+	if _, err := apply([]int{p.Port}); err != nil {
+		return rollback("moving to the new port alone failed: " + err.Error())
 	}
-	if err := o.reload(ctx); err != nil {
-		return rollback("sshd could not be reloaded: " + err.Error())
-	}
-	readBack(ctx, o, conn, env.Creds.User, pr)
-	if !pr.Proven || !slices.Contains(pr.Ports, p.Port) {
-		return rollback(fmt.Sprintf("after the switch sshd -T does not list port %d", p.Port))
-	}
-	if err := proveFreshLoginOn(ctx, env, p.Port); err != nil {
-		return rollback(fmt.Sprintf("a fresh login on port %d failed after the switch (%v)", p.Port, err))
+	if why := proven(p.Port, "after the switch: "); why != "" {
+		return rollback(why)
 	}
 	pr.Port = p.Port
 	msg := fmt.Sprintf("sshd listens on port %d (proven: sshd -T and a fresh login on the new port)", p.Port)
+	if sock != nil {
+		msg = fmt.Sprintf("sshd listens on port %d through ssh.socket (proven: sshd -T, the socket's ports %v and a fresh login on the new port)", p.Port, pr.SocketPorts)
+	}
 	if others := otherPorts(pr.Ports, p.Port); len(others) > 0 {
 		msg += fmt.Sprintf("; port(s) %v stay open: set outside LCM's drop-in (%s)", others, sshdcfg.MainPath)
+	}
+	if others := otherPorts(pr.SocketPorts, p.Port); sock != nil && len(others) > 0 {
+		msg += fmt.Sprintf("; ssh.socket also listens on %v (another drop-in of the unit)", others)
 	}
 	fmt.Fprintln(out, "lcm: "+msg)
 	return Result{Message: msg, SSH: pr}, nil

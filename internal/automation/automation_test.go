@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -254,5 +255,55 @@ func TestAutomationReplicaHandover(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestScriptRuleSkipsRestrictedServers: a script rule runs on the group's
+// servers in full sudo mode; a server whose sudo is restricted is skipped
+// with the code restricted_mode and the reason, and gets no job (the spec:
+// free-form scripts are blocked in restricted mode).
+func TestScriptRuleSkipsRestrictedServers(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, "", 2)
+	s := e.svc(nil, "a")
+	sch, err := s.DefineSchedule(ctx, e.p.Admin, e.group.ID, automation.ScheduleInput{Name: ptr("scripts"), Cron: ptr("0 3 * * *")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.DefineRule(ctx, e.p.Admin, e.group.ID, automation.RuleInput{ScheduleID: sch.ID, Type: ptr(automation.RuleScript),
+		Params: &domain.RuleParams{Script: "echo hello"}}); err != nil {
+		t.Fatal(err)
+	}
+	restricted := e.srvs[1]
+	if err := e.p.Store.RecordSudoMode(ctx, restricted.ID, domain.SudoRestricted, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	run, err := s.TriggerNow(ctx, e.p.Admin, sch.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	automation.WaitIdle()
+	var done domain.ScheduleRun
+	testutil.WaitFor(t, 30*time.Second, "the run's step", func() bool {
+		r, err := e.p.Store.GetRun(ctx, run.ID)
+		done = r
+		return err == nil && len(r.Steps) == 1 && len(r.Steps[0].Items) == 2
+	})
+	for _, it := range done.Steps[0].Items {
+		switch it.ServerID {
+		case restricted.ID:
+			if it.Skipped != "restricted_mode" || it.JobID != "" || !strings.Contains(it.Reason, "restricted") {
+				t.Fatalf("restricted server: %+v", it)
+			}
+		default:
+			j, err := e.p.Store.GetJob(ctx, store.SystemScope, it.JobID)
+			if err != nil || j.Kind != domain.JobScript {
+				t.Fatalf("full-mode server: %+v %+v %v", it, j, err)
+			}
+		}
+	}
+	hist, _, err := e.p.Jobs.History(ctx, e.p.Admin, domain.JobFilter{ServerID: restricted.ID})
+	if err != nil || len(hist) != 0 {
+		t.Fatalf("the restricted server got jobs: %+v %v", hist, err)
 	}
 }

@@ -89,7 +89,10 @@ func specs(o Options) []spec {
 			files: []file{
 				{src: bin("lcm-api"), dst: "/usr/lib/lcm/lcm-api", mode: 0o755},
 				{src: bin("lcm-scanner"), dst: "/usr/lib/lcm/lcm-scanner", mode: 0o755, optional: true},
-				{src: bin("lcm-helper"), dst: "/usr/lib/lcm/lcm-helper", mode: 0o755, optional: true},
+				// The helper the in-process worker installs on servers
+				// in restricted sudo mode, for both architectures.
+				{src: bin("lcm-helper-linux-amd64"), dst: "/usr/lib/lcm/lcm-helper-linux-amd64", mode: 0o755},
+				{src: bin("lcm-helper-linux-arm64"), dst: "/usr/lib/lcm/lcm-helper-linux-arm64", mode: 0o755},
 				{src: bin("lcm-agent-linux-amd64"), dst: "/usr/lib/lcm/lcm-agent-linux-amd64", mode: 0o755, optional: true},
 				{src: bin("lcm-agent-linux-arm64"), dst: "/usr/lib/lcm/lcm-agent-linux-arm64", mode: 0o755, optional: true},
 				{src: unit("lcm-api.service"), dst: "/lib/systemd/system/lcm-api.service", mode: 0o644},
@@ -103,6 +106,11 @@ func specs(o Options) []spec {
 			description: "LCM worker (runs jobs on servers over SSH)\nConnects to the LCM control plane's NATS; configured in /etc/lcm/worker.json.",
 			files: []file{
 				{src: bin("lcm-worker"), dst: "/usr/lib/lcm/lcm-worker", mode: 0o755},
+				// A worker on its own host installs the helper too; its
+				// own directory, as the lcm package ships the same names
+				// (actions.HelperBinary looks in both).
+				{src: bin("lcm-helper-linux-amd64"), dst: "/usr/lib/lcm-worker/lcm-helper-linux-amd64", mode: 0o755},
+				{src: bin("lcm-helper-linux-arm64"), dst: "/usr/lib/lcm-worker/lcm-helper-linux-arm64", mode: 0o755},
 				{src: unit("lcm-worker.service"), dst: "/lib/systemd/system/lcm-worker.service", mode: 0o644},
 			},
 		},

@@ -63,7 +63,7 @@ func run(t *testing.T, name string, args ...string) string {
 func fakeBin(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	for _, b := range []string{"lcm-api", "lcm-worker", "lcm-agent", "lcm-agent-linux-amd64"} {
+	for _, b := range []string{"lcm-api", "lcm-worker", "lcm-agent", "lcm-agent-linux-amd64", "lcm-helper-linux-amd64", "lcm-helper-linux-arm64"} {
 		if err := os.WriteFile(filepath.Join(dir, b), []byte("#!/bin/sh\necho "+b+"\n"), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -88,11 +88,15 @@ func TestBuildPackageContents(t *testing.T) {
 		"lcm": {
 			"-rwxr-xr-x root/root ./usr/lib/lcm/lcm-api",
 			"-rwxr-xr-x root/root ./usr/lib/lcm/lcm-agent-linux-amd64",
+			"-rwxr-xr-x root/root ./usr/lib/lcm/lcm-helper-linux-amd64",
+			"-rwxr-xr-x root/root ./usr/lib/lcm/lcm-helper-linux-arm64",
 			"-rw-r--r-- root/root ./lib/systemd/system/lcm-api.service",
 			"-rw-r--r-- root/root ./usr/share/doc/lcm/install.md",
 		},
 		"lcm-worker": {
 			"-rwxr-xr-x root/root ./usr/lib/lcm/lcm-worker",
+			"-rwxr-xr-x root/root ./usr/lib/lcm-worker/lcm-helper-linux-amd64",
+			"-rwxr-xr-x root/root ./usr/lib/lcm-worker/lcm-helper-linux-arm64",
 			"-rw-r--r-- root/root ./lib/systemd/system/lcm-worker.service",
 		},
 		"lcm-agent": {

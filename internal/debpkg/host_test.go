@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -93,15 +94,19 @@ func realBin(t *testing.T) string {
 	if p := os.Getenv("LCM_API_BIN"); p != "" {
 		built = filepath.Dir(p)
 	}
-	for _, b := range []string{"worker", "agent"} {
+	for _, b := range []string{"worker", "agent", "helper-linux-amd64", "helper-linux-arm64"} {
 		if built != "" && copyFile(filepath.Join(built, "lcm-"+b), filepath.Join(dir, "lcm-"+b)) {
 			continue
 		}
-		cmd := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(dir, "lcm-"+b), "./cmd/"+b)
+		pkg, goarch := "./cmd/"+b, runtime.GOARCH
+		if arch, ok := strings.CutPrefix(b, "helper-linux-"); ok {
+			pkg, goarch = "./cmd/helper", arch
+		}
+		cmd := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(dir, "lcm-"+b), pkg)
 		cmd.Dir = root
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+goarch)
 		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("go build ./cmd/%s: %v\n%s", b, err, out)
+			t.Fatalf("go build %s: %v\n%s", pkg, err, out)
 		}
 	}
 	return dir
@@ -159,18 +164,20 @@ func TestPackagesOnDebianHost(t *testing.T) {
 	}
 	// Files and modes.
 	for path, want := range map[string]string{
-		"/usr/lib/lcm/lcm-api":                   "755 root root",
-		"/usr/lib/lcm/lcm-worker":                "755 root root",
-		"/usr/bin/lcm-agent":                     "755 root root",
-		"/lib/systemd/system/lcm-api.service":    "644 root root",
-		"/lib/systemd/system/lcm-worker.service": "644 root root",
-		"/lib/systemd/system/lcm-agent.service":  "644 root root",
-		"/var/lib/lcm":                           "700 lcm-api lcm-api",
-		"/etc/lcm":                               "700 lcm-api lcm-api",
-		"/var/lib/lcm/selfmanage.key":            "600 lcm-api lcm-api",
-		"/etc/sudoers.d/lcm":                     "440 root root",
-		"/home/lcm/.ssh/authorized_keys":         "600 lcm lcm",
-		"/etc/lcm-agent":                         "700 root root",
+		"/usr/lib/lcm/lcm-api":                       "755 root root",
+		"/usr/lib/lcm/lcm-worker":                    "755 root root",
+		"/usr/lib/lcm/lcm-helper-linux-amd64":        "755 root root",
+		"/usr/lib/lcm-worker/lcm-helper-linux-arm64": "755 root root",
+		"/usr/bin/lcm-agent":                         "755 root root",
+		"/lib/systemd/system/lcm-api.service":        "644 root root",
+		"/lib/systemd/system/lcm-worker.service":     "644 root root",
+		"/lib/systemd/system/lcm-agent.service":      "644 root root",
+		"/var/lib/lcm":                               "700 lcm-api lcm-api",
+		"/etc/lcm":                                   "700 lcm-api lcm-api",
+		"/var/lib/lcm/selfmanage.key":                "600 lcm-api lcm-api",
+		"/etc/sudoers.d/lcm":                         "440 root root",
+		"/home/lcm/.ssh/authorized_keys":             "600 lcm lcm",
+		"/etc/lcm-agent":                             "700 root root",
 	} {
 		if got := d.must("stat -c '%a %U %G' " + path); got != want {
 			t.Errorf("%s: %s, want %s", path, got, want)

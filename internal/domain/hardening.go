@@ -29,14 +29,36 @@ type Hardening struct {
 	RootLogin   string
 	RootLoginAt *time.Time
 	// SSHProof are the sshd -T lines of the last proof.
-	SSHProof   []string
+	SSHProof []string
+	// PortAt is when the SSH port (Server.Port) was last proven: a fresh
+	// login on it after ssh-port, or an SSH proof that read it back.
+	PortAt     *time.Time
 	SudoMode   string
 	SudoModeAt *time.Time
+	// HelperVersion is lcm-helper's "version" line on the server and
+	// HelperSHA256 its checksum, as last read back (restricted mode
+	// installs it; jobs that use it upgrade it when the worker's differs);
+	// HelperAt when.
+	HelperVersion string
+	HelperSHA256  string
+	HelperAt      *time.Time
 	// FirewallActive and FirewallTool are the firewall as last read back
 	// (a firewall job or listening-ports scan); FirewallAt when.
 	FirewallActive bool
 	FirewallTool   string
 	FirewallAt     *time.Time
+}
+
+// UsesHelper reports whether a job of kind runs lcm-helper in restricted
+// sudo mode: such a job first checks the installed helper against the
+// worker's and upgrades it (issue 13: "upgraded when LCM's version
+// changes"). restrict-sudo checks it itself.
+func UsesHelper(kind JobKind) bool {
+	switch kind {
+	case JobHardenSSH, JobUnhardenSSH, JobSSHRootLogin, JobSSHPort, JobLinuxUser, JobLinuxUserScan, JobFirewall:
+		return true
+	}
+	return false
 }
 
 // blockedInRestricted are the job kinds restricted sudo mode refuses:

@@ -33,7 +33,7 @@ var kindNames = map[JobKind]string{
 // linuxUserOpNames name a Linux user job by its params' "op".
 var linuxUserOpNames = map[string]string{
 	"apply": "Provision Linux user %s", "disable": "Disable Linux user %s",
-	"enable": "Enable Linux user %s", "remove": "Remove Linux user %s",
+	"enable": "Enable Linux user %s", "remove": "Remove Linux user %s", "keys": "Update the SSH keys of Linux user %s",
 }
 
 // firewallOpNames name a firewall job by its params' "op".

@@ -16,6 +16,11 @@ func (s *Service) registerHardening() {
 		s.jobs.OnFinish(k, s.afterSSHJob)
 	}
 	s.jobs.OnFinish(domain.JobRestrictSudo, s.afterSudoJob)
+	for _, k := range domain.JobKinds {
+		if domain.UsesHelper(k) {
+			s.jobs.OnFinish(k, s.afterHelperJob)
+		}
+	}
 	s.registerFirewall()
 }
 
@@ -78,20 +83,21 @@ func (s *Service) afterSSHJob(ctx context.Context, job domain.Job) error {
 	// Each job proves its own part: harden and unharden the password
 	// setting of the management user's connection, ssh-root-login root's.
 	p := store.SSHProof{Lines: res.SSH.Lines, At: at}
+	// A successful SSH job ended with a fresh login on the server's port
+	// (ssh-port: on the new one).
+	p.PortProven = job.Status == domain.JobSuccess
 	switch job.Kind {
 	case domain.JobSSHRootLogin:
 		p.RootLogin = res.SSH.RootLogin
 	case domain.JobSSHPort:
 		if job.Status == domain.JobSuccess && res.SSH.Port > 0 {
-			// The new port is proven: store it, and drop pooled
-			// connections to the old one (new credential version).
-			port := res.SSH.Port
-			if _, err := s.store.UpdateServerSettings(ctx, store.SystemScope, job.ServerID, store.ServerSettings{Port: &port}); err != nil {
+			// The new port is proven: store it with its time, and drop
+			// pooled connections to the old one (new credential version).
+			p.Port = res.SSH.Port
+			if err := s.store.RecordSSHProof(ctx, job.ServerID, p); err != nil {
 				return err
 			}
-			if err := s.store.BumpCredVersion(ctx, job.ServerID); err != nil {
-				return err
-			}
+			return s.store.BumpCredVersion(ctx, job.ServerID)
 		}
 	default:
 		h := res.SSH.Hardened()
@@ -110,15 +116,32 @@ func (s *Service) RestrictSudo(ctx context.Context, p *domain.Principal, id, mod
 }
 
 // afterSudoJob stores the sudo mode a job proved (also the full mode a
-// failed switch restored); an unproven result changes nothing.
+// failed switch restored) and the helper it installed or read back; an
+// unproven result changes nothing.
 func (s *Service) afterSudoJob(ctx context.Context, job domain.Job) error {
 	var res actions.Result
-	if len(job.Result) == 0 || json.Unmarshal(job.Result, &res) != nil || res.Sudo == nil || !res.Sudo.Proven || res.Sudo.Mode == "" {
+	if len(job.Result) == 0 || json.Unmarshal(job.Result, &res) != nil {
 		return nil
 	}
 	at := time.Now().UTC()
 	if job.FinishedAt != nil {
 		at = *job.FinishedAt
 	}
+	if h := res.Helper; h != nil && h.Version != "" {
+		if err := s.store.RecordHelper(ctx, job.ServerID, h.Version, h.SHA256, at); err != nil {
+			return err
+		}
+	}
+	if res.Sudo == nil || !res.Sudo.Proven || res.Sudo.Mode == "" {
+		return nil
+	}
 	return s.store.RecordSudoMode(ctx, job.ServerID, res.Sudo.Mode, at)
+}
+
+// afterHelperJob follows a job that used lcm-helper in restricted mode:
+// the helper as read back (or upgraded) at its start, and the sudo mode
+// an upgrade proved — restricted again, or full when the upgrade failed
+// and full mode came back.
+func (s *Service) afterHelperJob(ctx context.Context, job domain.Job) error {
+	return s.afterSudoJob(ctx, job)
 }

@@ -55,7 +55,7 @@ func TestHardeningJobsOnTestHost(t *testing.T) {
 	}
 	t.Logf("harden-ssh job end to end: %s", time.Since(start).Round(time.Millisecond))
 	s, _ := p.Fleet.Get(ctx, p.Admin, srv.ID)
-	if !s.SSHHardened || s.Hardening.SSHHardenedAt == nil || !slices.Contains(s.Hardening.SSHProof, "passwordauthentication no") {
+	if !s.SSHHardened || s.Hardening.SSHHardenedAt == nil || !slices.Contains(s.Hardening.SSHProof, "passwordauthentication no") || s.Hardening.PortAt == nil {
 		t.Fatalf("after harden: %v %+v", s.SSHHardened, s.Hardening)
 	}
 	if out, err := rootRun(t, h, "sshd -T -C user=bootstrap,host=x,addr=127.0.0.1 | grep ^passwordauthentication"); err != nil || out != "passwordauthentication no\n" {
@@ -105,8 +105,29 @@ func TestHardeningJobsOnTestHost(t *testing.T) {
 	if done := p.WaitJob(t, j.ID, 2*time.Minute); done.Status != domain.JobSuccess {
 		t.Fatalf("restrict-sudo %s: %s\n%s", done.Status, done.Error, readAll(t, p, p.Admin, j.ID))
 	}
-	if s, _ := p.Fleet.Get(ctx, p.Admin, srv.ID); s.Hardening.SudoMode != domain.SudoRestricted || s.Hardening.SudoModeAt == nil {
+	s, _ = p.Fleet.Get(ctx, p.Admin, srv.ID)
+	if s.Hardening.SudoMode != domain.SudoRestricted || s.Hardening.SudoModeAt == nil || !strings.HasPrefix(s.Hardening.HelperVersion, "lcm-helper ") ||
+		len(s.Hardening.HelperSHA256) != 64 || s.Hardening.HelperAt == nil {
 		t.Fatalf("sudo mode record: %+v", s.Hardening)
+	}
+	// LCM's version changes while the server stays restricted: the next
+	// job that uses the helper (unharden-ssh) upgrades it first, and the
+	// record shows the new one.
+	oldSum := s.Hardening.HelperSHA256
+	t.Setenv("LCM_HELPER_BIN", buildHelperAs(t, "9.8.7"))
+	j, err = p.Fleet.UnhardenSSH(ctx, p.Admin, srv.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if done := p.WaitJob(t, j.ID, 2*time.Minute); done.Status != domain.JobSuccess {
+		t.Fatalf("unharden with a helper upgrade %s: %s\n%s", done.Status, done.Error, readAll(t, p, p.Admin, j.ID))
+	}
+	testutil.WaitFor(t, 10*time.Second, "the upgraded helper on the record", func() bool {
+		s, _ = p.Fleet.Get(ctx, p.Admin, srv.ID)
+		return strings.HasPrefix(s.Hardening.HelperVersion, "lcm-helper 9.8.7 ") && s.Hardening.HelperSHA256 != oldSum
+	})
+	if s.Hardening.SudoMode != domain.SudoRestricted || !strings.Contains(readAll(t, p, p.Admin, j.ID), "helper upgraded to lcm-helper 9.8.7") {
+		t.Fatalf("after the upgrade: %+v\n%s", s.Hardening, readAll(t, p, p.Admin, j.ID))
 	}
 	if out, err := rootRunAsRootAgain(t, h); err != nil || !strings.Contains(out, "NOPASSWD:SETENV: /usr/bin/apt-get") {
 		t.Fatalf("rule on the host: %v %s", err, out)
@@ -158,6 +179,18 @@ var (
 	helperOnce sync.Once
 	helperPath string
 )
+
+// buildHelperAs builds cmd/helper as release version v.
+func buildHelperAs(t *testing.T, v string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "lcm-helper")
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-X github.com/lcmproject/lcm/internal/version.semver="+v, "-o", p, "github.com/lcmproject/lcm/cmd/helper")
+	cmd.Env = append(cmd.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build helper %s: %v\n%s", v, err, out)
+	}
+	return p
+}
 
 func buildHelper(t *testing.T) string {
 	t.Helper()
@@ -229,8 +262,8 @@ func TestSSHPortJobOnTestHost(t *testing.T) {
 		if done := p.WaitJob(t, j.ID, time.Minute); done.Status != domain.JobSuccess {
 			t.Fatalf("ssh-port %d %s: %s\n%s", port, done.Status, done.Error, readAll(t, p, p.Admin, j.ID))
 		}
-		if s, _ := p.Fleet.Get(ctx, p.Admin, srv.ID); s.Port != port {
-			t.Fatalf("stored port %d, want %d", s.Port, port)
+		if s, _ := p.Fleet.Get(ctx, p.Admin, srv.ID); s.Port != port || s.Hardening.PortAt == nil || s.Hardening.PortAt.Before(j.CreatedAt) {
+			t.Fatalf("stored port %d (proven %v), want %d", s.Port, s.Hardening.PortAt, port)
 		}
 		// The next job dials the stored port.
 		c, err := p.Fleet.CheckConnectivity(ctx, p.Admin, srv.ID)

@@ -110,6 +110,10 @@ func run(c Command, stdin io.Reader, stdout, stderr io.Writer) error {
 		return linuxUser(c.Action, c.Arg, stdin, stdout, stderr)
 	case OpLinuxUserScan:
 		return linuxUserScan(stdout, stderr)
+	case OpSSHSocket:
+		return sshSocket(c.Action, c.Arg, stdout, stderr)
+	case OpAuthKeys:
+		return authorizedKeys(c.Action, c.Arg, stdin, stdout)
 	case OpFirewalld:
 		// The firewalld service, nothing else: a fixed argv, the verb
 		// validated by Parse.

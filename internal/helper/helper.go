@@ -28,8 +28,9 @@ import (
 // sudoedit and run-as rules as internal/privilege renders them; 3 adds
 // linux-user-scan (the read-only account scan); 4 adds firewalld (start
 // or stop the firewalld service: restricted mode allows firewall-cmd but
-// not systemctl).
-const Protocol = "4"
+// not systemctl); 5 adds ssh-socket (the port of a socket-activated sshd)
+// and authorized-keys (LCM's block in a person's authorized_keys).
+const Protocol = "5"
 
 // Op is a subcommand.
 type Op string
@@ -47,6 +48,8 @@ const (
 	OpLinuxUser     Op = "linux-user"      // apply|disable|enable|remove <username>; JSON on stdin
 	OpLinuxUserScan Op = "linux-user-scan" // print the account scan (read-only)
 	OpFirewalld     Op = "firewalld"       // enable|disable: systemctl enable|disable --now firewalld
+	OpSSHSocket     Op = "ssh-socket"      // set <port>[,<port>] | remove | show: ssh.socket's ports
+	OpAuthKeys      Op = "authorized-keys" // write|show <username>: LCM's block; keys on stdin
 )
 
 // Command is a parsed, validated invocation.
@@ -86,7 +89,7 @@ var (
 // free text are never accepted.
 func Parse(args []string) (Command, error) {
 	if len(args) == 0 {
-		return Command{}, refuse("no subcommand (one of: version, sudo-mode, sshd-effective, sshd-dropin, sshd-reload, sshd-read, sshd-dump, sudoers-profile, linux-user, linux-user-scan, firewalld)")
+		return Command{}, refuse("no subcommand (one of: version, sudo-mode, sshd-effective, sshd-dropin, sshd-reload, sshd-read, sshd-dump, sudoers-profile, linux-user, linux-user-scan, firewalld, ssh-socket, authorized-keys)")
 	}
 	for _, a := range args {
 		if len(a) > 512 || strings.ContainsAny(a, "\x00\n\r") {
@@ -152,6 +155,28 @@ func Parse(args []string) (Command, error) {
 		}
 		if !LinuxUserOps[rest[0]] {
 			return Command{}, refuse("linux-user takes apply, disable, enable or remove, not %q", truncate(rest[0], 20))
+		}
+		if err := ValidLinuxUsername(rest[1]); err != nil {
+			return Command{}, err
+		}
+		return Command{Op: op, Action: rest[0], Arg: rest[1]}, nil
+	case OpSSHSocket:
+		if len(rest) == 1 && (rest[0] == "remove" || rest[0] == "show") {
+			return Command{Op: op, Action: rest[0]}, nil
+		}
+		if len(rest) != 2 || rest[0] != "set" {
+			return Command{}, refuse("ssh-socket takes set <port>[,<port>], remove or show")
+		}
+		if _, err := ParsePorts(rest[1]); err != nil {
+			return Command{}, err
+		}
+		return Command{Op: op, Action: "set", Arg: rest[1]}, nil
+	case OpAuthKeys:
+		if err := want(2); err != nil {
+			return Command{}, err
+		}
+		if rest[0] != "write" && rest[0] != "show" {
+			return Command{}, refuse("authorized-keys takes write or show, not %q", truncate(rest[0], 20))
 		}
 		if err := ValidLinuxUsername(rest[1]); err != nil {
 			return Command{}, err
@@ -313,11 +338,11 @@ func truncate(s string, n int) string {
 // exist; the helper itself is always added.
 var AllowlistTools = []string{
 	"apt-get", "apt", "apt-mark", "dpkg", // Debian, Ubuntu
-	"dnf", "yum", "rpm", // Fedora, RHEL
-	"zypper",           // SUSE
-	"pacman",           // Arch
-	"apk",              // Alpine
-	"docker", "podman", // containers
+	"dnf", "yum", "rpm", "package-cleanup", // Fedora, RHEL (yum-utils' package-cleanup removes old kernels on yum)
+	"zypper",                                               // SUSE
+	"pacman",                                               // Arch
+	"apk",                                                  // Alpine
+	"docker", "podman", "docker-compose", "podman-compose", // containers and their compose tools
 	"ufw", "firewall-cmd", "firewall-offline-cmd", "nft", // firewall (firewalld: offline-cmd changes a stopped firewalld)
 }
 

@@ -27,6 +27,12 @@ func TestParse(t *testing.T) {
 		{[]string{"linux-user-scan"}, Command{Op: OpLinuxUserScan}},
 		{[]string{"firewalld", "enable"}, Command{Op: OpFirewalld, Action: "enable"}},
 		{[]string{"firewalld", "disable"}, Command{Op: OpFirewalld, Action: "disable"}},
+		{[]string{"ssh-socket", "set", "22,2222"}, Command{Op: OpSSHSocket, Action: "set", Arg: "22,2222"}},
+		{[]string{"ssh-socket", "set", "2222"}, Command{Op: OpSSHSocket, Action: "set", Arg: "2222"}},
+		{[]string{"ssh-socket", "remove"}, Command{Op: OpSSHSocket, Action: "remove"}},
+		{[]string{"ssh-socket", "show"}, Command{Op: OpSSHSocket, Action: "show"}},
+		{[]string{"authorized-keys", "write", "alice"}, Command{Op: OpAuthKeys, Action: "write", Arg: "alice"}},
+		{[]string{"authorized-keys", "show", "bob-2"}, Command{Op: OpAuthKeys, Action: "show", Arg: "bob-2"}},
 	}
 	for _, tt := range ok {
 		got, err := Parse(tt.args)
@@ -46,6 +52,13 @@ func TestParse(t *testing.T) {
 		{"linux-user-scan", ""}, {"linux-user-scan", "alice"}, {"linux-user-scan", "--all"}, {"linux-user-scan", "/etc/shadow"},
 		{"linux-user-scan", "passwd", "alice"}, {"linux-user-scan\n"}, {"Linux-User-Scan"},
 		{"firewalld"}, {"firewalld", "restart"}, {"firewalld", "enable", "sshd"}, {"firewalld", "mask"}, {"firewalld", "--now"},
+		{"ssh-socket"}, {"ssh-socket", "set"}, {"ssh-socket", "set", "0"}, {"ssh-socket", "set", "65536"}, {"ssh-socket", "set", "022"},
+		{"ssh-socket", "set", "22,22"}, {"ssh-socket", "set", "22,23,24"}, {"ssh-socket", "set", "22 2222"}, {"ssh-socket", "set", "+22"},
+		{"ssh-socket", "set", "22,"}, {"ssh-socket", "remove", "22"}, {"ssh-socket", "show", "x"}, {"ssh-socket", "write", "22"},
+		{"ssh-socket", "set", "22", "x"},
+		{"authorized-keys", "write"}, {"authorized-keys", "write", "root"}, {"authorized-keys", "write", "lcm"}, {"authorized-keys", "append", "alice"},
+		{"authorized-keys", "write", "../alice"}, {"authorized-keys", "write", "Alice"}, {"authorized-keys", "show", "www-data"},
+		{"authorized-keys", "write", "alice", "bob"}, {"authorized-keys", "write", "-r"},
 	}
 	for _, args := range bad {
 		if c, err := Parse(args); err == nil {
@@ -125,6 +138,10 @@ func FuzzParse(f *testing.F) {
 	f.Add("firewalld", "stop", "")
 	f.Add("linux-user-scan", "", "")
 	f.Add("linux-user-scan", "--all", "/etc/shadow")
+	f.Add("ssh-socket", "set", "22,2222")
+	f.Add("ssh-socket", "set", "22,22")
+	f.Add("authorized-keys", "write", "alice")
+	f.Add("authorized-keys", "show", "root")
 	f.Fuzz(func(t *testing.T, a, b, c string) {
 		for _, args := range [][]string{{a}, {a, b}, {a, b, c}} {
 			cmd, err := Parse(args)
@@ -148,6 +165,17 @@ func FuzzParse(f *testing.F) {
 			case OpSSHDRead:
 				if _, ok := ReadableFiles[cmd.Arg]; !ok {
 					t.Fatalf("read %q", cmd.Arg)
+				}
+			case OpSSHSocket:
+				if cmd.Action == "set" {
+					ps, err := ParsePorts(cmd.Arg)
+					if err != nil || len(ps) == 0 || len(ps) > MaxSocketPorts || strings.ContainsAny(cmd.Arg, " \n-+") {
+						t.Fatalf("ports %q", cmd.Arg)
+					}
+				}
+			case OpAuthKeys:
+				if (cmd.Action != "write" && cmd.Action != "show") || ValidLinuxUsername(cmd.Arg) != nil {
+					t.Fatalf("authorized-keys %q %q", cmd.Action, cmd.Arg)
 				}
 			case OpLinuxUser:
 				if !LinuxUserOps[cmd.Action] || ValidLinuxUsername(cmd.Arg) != nil {

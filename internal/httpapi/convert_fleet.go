@@ -33,6 +33,10 @@ type serverDTO struct {
 	SSHProof           []string     `json:"ssh_proof"`
 	SudoMode           string       `json:"sudo_mode"`
 	SudoModeAt         *time.Time   `json:"sudo_mode_at"`
+	PortAt             *time.Time   `json:"port_at"`
+	HelperVersion      string       `json:"helper_version"`
+	HelperSHA256       string       `json:"helper_sha256"`
+	HelperAt           *time.Time   `json:"helper_at"`
 	FirewallActive     bool         `json:"firewall_active"`
 	FirewallTool       string       `json:"firewall_tool"`
 	FirewallAt         *time.Time   `json:"firewall_at"`
@@ -61,6 +65,7 @@ func toServerDTO(s domain.Server) serverDTO {
 		LastSeenAt: s.LastSeenAt, CreatedAt: s.CreatedAt.UTC(),
 		SSHHardenedAt: s.Hardening.SSHHardenedAt, RootLogin: s.Hardening.RootLogin, RootLoginAt: s.Hardening.RootLoginAt,
 		SSHProof: strsOrEmpty(s.Hardening.SSHProof), SudoMode: s.Hardening.SudoMode, SudoModeAt: s.Hardening.SudoModeAt, Agent: toAgentDTO(s.Agent),
+		PortAt: s.Hardening.PortAt, HelperVersion: s.Hardening.HelperVersion, HelperSHA256: s.Hardening.HelperSHA256, HelperAt: s.Hardening.HelperAt,
 		FirewallActive: s.Hardening.FirewallActive, FirewallTool: s.Hardening.FirewallTool, FirewallAt: s.Hardening.FirewallAt}
 	if d.SudoMode == "" {
 		d.SudoMode = domain.SudoFull

@@ -170,34 +170,60 @@ func (s *Server) addLinuxUserKey(c *gin.Context) {
 		return
 	}
 	k, err := s.lu().AddKey(c.Request.Context(), principal(c), c.Param("id"), req.PublicKey)
-	s.note(c, "linux_user.key_add", audit.Target("linux_user", c.Param("id")), map[string]any{"fingerprint": k.Fingerprint, "type": k.Type})
+	var push groupChangeDTO
+	var ids []string
+	if err == nil {
+		push, ids = toGroupChangeDTO(s.lu().PushKeys(c.Request.Context(), principal(c), c.Param("id")), false)
+	}
+	s.note(c, "linux_user.key_add", audit.Target("linux_user", c.Param("id")), map[string]any{"fingerprint": k.Fingerprint, "type": k.Type, "job_ids": ids})
 	if err != nil {
 		s.respondError(c, err)
 		return
 	}
-	c.JSON(http.StatusCreated, toLinuxUserKeyDTO(k))
+	c.JSON(http.StatusCreated, keyWithJobsDTO{linuxUserKeyDTO: toLinuxUserKeyDTO(k), Jobs: push.Jobs, NotStarted: push.NotStarted})
+}
+
+// keyWithJobsDTO is a new key and the jobs that take it to the servers
+// where the account is provisioned.
+type keyWithJobsDTO struct {
+	linuxUserKeyDTO
+	Jobs       []jobStartedDTO         `json:"jobs"`
+	NotStarted []linuxusers.NotStarted `json:"not_started"`
 }
 
 type generatedKeyDTO struct {
-	linuxUserKeyDTO
+	keyWithJobsDTO
 	// PrivateKey is shown once: LCM does not keep it.
 	PrivateKey string `json:"private_key"`
 }
 
 func (s *Server) generateLinuxUserKey(c *gin.Context) {
 	g, err := s.lu().GenerateKey(c.Request.Context(), principal(c), c.Param("id"))
-	s.note(c, "linux_user.key_generate", audit.Target("linux_user", c.Param("id")), map[string]any{"fingerprint": g.Key.Fingerprint})
+	var push groupChangeDTO
+	var ids []string
+	if err == nil {
+		push, ids = toGroupChangeDTO(s.lu().PushKeys(c.Request.Context(), principal(c), c.Param("id")), false)
+	}
+	s.note(c, "linux_user.key_generate", audit.Target("linux_user", c.Param("id")), map[string]any{"fingerprint": g.Key.Fingerprint, "job_ids": ids})
 	if err != nil {
 		s.respondError(c, err)
 		return
 	}
 	c.Header("Cache-Control", "no-store")
-	c.JSON(http.StatusCreated, generatedKeyDTO{linuxUserKeyDTO: toLinuxUserKeyDTO(g.Key), PrivateKey: g.PrivateKey})
+	c.JSON(http.StatusCreated, generatedKeyDTO{keyWithJobsDTO: keyWithJobsDTO{linuxUserKeyDTO: toLinuxUserKeyDTO(g.Key), Jobs: push.Jobs, NotStarted: push.NotStarted},
+		PrivateKey: g.PrivateKey})
 }
 
+// removeLinuxUserKey removes a key; jobs take the key out of LCM's block
+// on the servers where the account is provisioned (their ids are in the
+// audit entry and the servers' job history).
 func (s *Server) removeLinuxUserKey(c *gin.Context) {
 	k, err := s.lu().RemoveKey(c.Request.Context(), principal(c), c.Param("keyId"))
-	s.note(c, "linux_user.key_remove", audit.Target("linux_user", k.UserID), map[string]any{"key_id": c.Param("keyId"), "fingerprint": k.Fingerprint})
+	var ids []string
+	if err == nil {
+		_, ids = toGroupChangeDTO(s.lu().PushKeys(c.Request.Context(), principal(c), k.UserID), false)
+	}
+	s.note(c, "linux_user.key_remove", audit.Target("linux_user", k.UserID), map[string]any{"key_id": c.Param("keyId"), "fingerprint": k.Fingerprint, "job_ids": ids})
 	if err != nil {
 		s.respondError(c, err)
 		return
@@ -289,48 +315,63 @@ func toAssignmentDTO(a domain.LinuxUserAssignment) assignmentDTO {
 	return assignmentDTO{ID: a.ID, UserID: a.UserID, TargetType: a.TargetType, TargetID: a.TargetID, ProfileID: a.ProfileID, CreatedAt: a.CreatedAt.UTC()}
 }
 
+// groupChangeDTO is a group assignment change: the assignment (not for a
+// removal), the provisioning jobs it started, the servers where none
+// could start.
+type groupChangeDTO struct {
+	*assignmentDTO
+	Jobs       []jobStartedDTO         `json:"jobs"`
+	NotStarted []linuxusers.NotStarted `json:"not_started"`
+}
+
+func toGroupChangeDTO(ch linuxusers.GroupChange, withAssignment bool) (groupChangeDTO, []string) {
+	out := groupChangeDTO{Jobs: make([]jobStartedDTO, len(ch.Jobs)), NotStarted: ch.NotStarted}
+	if out.NotStarted == nil {
+		out.NotStarted = []linuxusers.NotStarted{}
+	}
+	ids := make([]string, len(ch.Jobs))
+	for i, j := range ch.Jobs {
+		out.Jobs[i], ids[i] = toJobStarted(j), j.ID
+	}
+	if withAssignment {
+		a := toAssignmentDTO(ch.Assignment)
+		out.assignmentDTO = &a
+	}
+	return out, ids
+}
+
+// assignLinuxUserGroup assigns the user to a group and provisions the
+// group's servers at once (one job per server that changes).
 func (s *Server) assignLinuxUserGroup(c *gin.Context) {
 	var req groupAssignRequest
 	if !bindJSON(c, &req) {
 		return
 	}
-	a, err := s.lu().Assign(c.Request.Context(), principal(c), c.Param("id"), domain.TargetGroup, req.GroupID, req.ProfileID)
-	s.note(c, "linux_user.assign_group", audit.Target("linux_user", c.Param("id")), map[string]any{"group_id": req.GroupID, "profile_id": req.ProfileID})
+	ch, err := s.lu().AssignGroup(c.Request.Context(), principal(c), c.Param("id"), req.GroupID, req.ProfileID)
+	body, ids := toGroupChangeDTO(ch, true)
+	s.note(c, "linux_user.assign_group", audit.Target("linux_user", c.Param("id")), map[string]any{"group_id": req.GroupID, "profile_id": req.ProfileID, "job_ids": ids})
 	if err != nil {
 		s.respondError(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, toAssignmentDTO(a))
+	c.JSON(http.StatusOK, body)
 }
 
 // setLinuxUserGroupProfile overrides the profile of an existing group
-// assignment.
+// assignment and re-provisions the servers where it changes.
 func (s *Server) setLinuxUserGroupProfile(c *gin.Context) {
 	var req groupAssignRequest
 	if !bindJSON(c, &req) {
 		return
 	}
-	ctx := c.Request.Context()
-	as, err := s.lu().Assignments(ctx, c.Param("id"))
+	ch, err := s.lu().SetGroupProfile(c.Request.Context(), principal(c), c.Param("id"), req.GroupID, req.ProfileID)
+	body, ids := toGroupChangeDTO(ch, true)
+	s.note(c, "linux_user.group_profile", audit.Target("linux_user", c.Param("id")), map[string]any{"group_id": req.GroupID, "profile_id": req.ProfileID, "job_ids": ids})
 	if err != nil {
 		s.respondError(c, err)
 		return
 	}
-	found := false
-	for _, a := range as {
-		found = found || a.TargetType == domain.TargetGroup && a.TargetID == req.GroupID
-	}
-	if !found {
-		s.respondError(c, domain.NotFound("group assignment"))
-		return
-	}
-	a, err := s.lu().Assign(ctx, principal(c), c.Param("id"), domain.TargetGroup, req.GroupID, req.ProfileID)
-	s.note(c, "linux_user.group_profile", audit.Target("linux_user", c.Param("id")), map[string]any{"group_id": req.GroupID, "profile_id": req.ProfileID})
-	if err != nil {
-		s.respondError(c, err)
-		return
-	}
-	c.JSON(http.StatusOK, toAssignmentDTO(a))
+	c.JSON(http.StatusOK, body)
 }
 
 func (s *Server) linuxUserGroupAssignments(c *gin.Context) {
@@ -350,18 +391,21 @@ type groupRemoveRequest struct {
 	GroupID string `json:"group_id"`
 }
 
+// removeLinuxUserGroup drops a group assignment and deprovisions the
+// group's servers where no other assignment keeps the user.
 func (s *Server) removeLinuxUserGroup(c *gin.Context) {
 	var req groupRemoveRequest
 	if !bindJSON(c, &req) {
 		return
 	}
-	err := s.lu().Unassign(c.Request.Context(), principal(c), c.Param("id"), domain.TargetGroup, req.GroupID)
-	s.note(c, "linux_user.remove_group", audit.Target("linux_user", c.Param("id")), map[string]any{"group_id": req.GroupID})
+	ch, err := s.lu().UnassignGroup(c.Request.Context(), principal(c), c.Param("id"), req.GroupID)
+	body, ids := toGroupChangeDTO(ch, false)
+	s.note(c, "linux_user.remove_group", audit.Target("linux_user", c.Param("id")), map[string]any{"group_id": req.GroupID, "job_ids": ids})
 	if err != nil {
 		s.respondError(c, err)
 		return
 	}
-	c.Status(http.StatusNoContent)
+	c.JSON(http.StatusOK, body)
 }
 
 // ---- on a server ----

@@ -16,7 +16,7 @@ import (
 // TestProvision100Servers provisions one user with a profile to 100
 // simulated servers end to end (assignment, 100 jobs through NATS and the
 // worker with sealed credentials, SSH to each simulated server, outcomes
-// recorded). The simulated servers accept the script (they check it is the
+// recorded), the jobs started by the group assignment itself. The simulated servers accept the script (they check it is the
 // provisioning script with the user's sudoers file) and answer success.
 // The time is the budget (≤ 5 s): BenchmarkProvision100Servers
 // measures it; the test only proves the outcome.
@@ -77,17 +77,15 @@ func provision100(t testing.TB) time.Duration {
 	}
 
 	start := time.Now()
-	if _, err := svc.Assign(ctx, p.Admin, u.ID, domain.TargetGroup, g.ID, prof.Profile.ID); err != nil {
+	// The group assignment starts one provisioning job per server itself.
+	ch, err := svc.AssignGroup(ctx, p.Admin, u.ID, g.ID, prof.Profile.ID)
+	if err != nil {
 		t.Fatal(err)
 	}
-	var jobs []domain.Job
-	for _, s := range servers {
-		j, err := svc.Sync(ctx, p.Admin, s.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		jobs = append(jobs, j)
+	if len(ch.Jobs) != len(servers) || len(ch.NotStarted) != 0 {
+		t.Fatalf("%d jobs for %d servers, not started: %+v", len(ch.Jobs), len(servers), ch.NotStarted)
 	}
+	jobs := ch.Jobs
 	for _, j := range jobs {
 		if done := p.WaitJob(t, j.ID, 30*time.Second); done.Status != domain.JobSuccess {
 			t.Fatalf("job %s: %s %s", j.ID, done.Status, done.Error)

@@ -138,14 +138,18 @@ func (s *Service) stateOf(ctx context.Context, srv domain.Server) (serverState, 
 	if err != nil {
 		return st, err
 	}
+	ranks := groupRanks{}
 	for _, u := range users {
 		st.users[u.ID] = u
-		p, ok, err := s.EffectiveProfile(ctx, u, srv, as)
+		r, err := s.resolve(ctx, u, srv, as, ranks)
 		if err != nil {
 			return st, err
 		}
-		if ok {
-			st.assigned[u.ID] = p
+		if r.OK {
+			st.assigned[u.ID] = r.Profile
+		}
+		if r.Warning != "" {
+			s.log.Warn("linux users: "+r.Warning, "server_id", srv.ID, "user", u.Username)
 		}
 	}
 	provs, err := s.store.ListLinuxUserProvisions(ctx, "", srv.ID)
@@ -328,10 +332,11 @@ func (s *Service) RemoveUserFromServer(ctx context.Context, p *domain.Principal,
 // UserOp runs one operation for one catalogue user on a server: apply,
 // enable (both need an assignment), disable, remove (refused while the
 // user is assigned to the server: the next sync would bring it back).
+// Like sync-users, it is a server operation: servers:write on a server
+// the caller sees is enough (a manager within the groups), because it
+// applies or takes away only what an administrator assigned; assignments
+// themselves (assign-user, remove-user, the catalogue) stay admin-only.
 func (s *Service) UserOp(ctx context.Context, p *domain.Principal, serverID, op, userID string, removeHome bool) (domain.Job, error) {
-	if err := requireAdmin(p); err != nil {
-		return domain.Job{}, err
-	}
 	srv, err := s.store.GetServer(ctx, store.ScopeOf(p), serverID)
 	if err != nil {
 		return domain.Job{}, err

@@ -256,7 +256,7 @@ func ParsePublicKey(line string) (domain.LinuxUserKey, error) {
 	return domain.LinuxUserKey{Type: pub.Type(), Bits: bits, Fingerprint: ssh.FingerprintSHA256(pub), Comment: comment, PublicKey: norm}, nil
 }
 
-// AddKey adds a public key to a user.
+// AddKey adds a public key to a user; PushKeys takes it to the servers.
 func (s *Service) AddKey(ctx context.Context, p *domain.Principal, userID, line string) (domain.LinuxUserKey, error) {
 	if err := requireAdmin(p); err != nil {
 		return domain.LinuxUserKey{}, err
@@ -445,68 +445,6 @@ func (s *Service) Assignments(ctx context.Context, userID string) ([]domain.Linu
 	return s.store.ListLinuxUserAssignments(ctx, userID)
 }
 
-// EffectiveProfile resolves the profile of user on server: a direct server
-// assignment's profile wins, then the assignments of the server's groups
-// (the most privileged profile among them: full administrator, then custom
-// by name, then standard), then the user's default, then standard. ok is
-// false when the user is not assigned to the server at all.
-func (s *Service) EffectiveProfile(ctx context.Context, u domain.LinuxUser, srv domain.Server, assignments []domain.LinuxUserAssignment) (domain.PrivilegeProfile, bool, error) {
-	inGroup := map[string]bool{}
-	for _, g := range srv.GroupIDs {
-		inGroup[g] = true
-	}
-	var direct *domain.LinuxUserAssignment
-	var viaGroups []domain.LinuxUserAssignment
-	for i, a := range assignments {
-		if a.UserID != u.ID {
-			continue
-		}
-		switch {
-		case a.TargetType == domain.TargetServer && a.TargetID == srv.ID:
-			direct = &assignments[i]
-		case a.TargetType == domain.TargetGroup && inGroup[a.TargetID]:
-			viaGroups = append(viaGroups, a)
-		}
-	}
-	if direct == nil && len(viaGroups) == 0 {
-		return domain.PrivilegeProfile{}, false, nil
-	}
-	resolve := func(id string) (domain.PrivilegeProfile, error) {
-		if id == "" {
-			id = u.DefaultProfileID
-		}
-		if id == "" {
-			return s.store.GetProfileBySlug(ctx, SlugStandard)
-		}
-		return s.store.GetProfile(ctx, id)
-	}
-	if direct != nil {
-		p, err := resolve(direct.ProfileID)
-		return p, true, err
-	}
-	var best domain.PrivilegeProfile
-	for i, a := range viaGroups {
-		p, err := resolve(a.ProfileID)
-		if err != nil {
-			return domain.PrivilegeProfile{}, true, err
-		}
-		if i == 0 || rank(p) > rank(best) || rank(p) == rank(best) && p.Name < best.Name {
-			best = p
-		}
-	}
-	return best, true, nil
-}
-
-func rank(p domain.PrivilegeProfile) int {
-	switch p.Kind {
-	case domain.ProfileFullAdmin:
-		return 2
-	case domain.ProfileCustom:
-		return 1
-	}
-	return 0
-}
-
 // GroupOf names the Linux group that carries a profile's sudo rights on a
 // server of family ("" for the standard profile).
 func GroupOf(p domain.PrivilegeProfile, family string) string {
@@ -517,18 +455,6 @@ func GroupOf(p domain.PrivilegeProfile, family string) string {
 		return privilege.GroupName(p.Slug)
 	}
 	return ""
-}
-
-// UserServer is a user's effective profile on one server and the state of
-// the account there.
-type UserServer struct {
-	ServerID    string `json:"server_id"`
-	ServerName  string `json:"server_name"`
-	ProfileID   string `json:"profile_id"`
-	ProfileName string `json:"profile_name"`
-	// Via is "server" for a direct assignment, else the group's id.
-	Via   string `json:"via"`
-	State string `json:"state"` // a provision state, or "pending" before the first sync
 }
 
 // UserServers resolves where a user is assigned: every server of its
@@ -576,20 +502,15 @@ func (s *Service) UserServers(ctx context.Context, userID string) ([]UserServer,
 		}
 	}
 	out := []UserServer{}
+	ranks := groupRanks{}
 	for _, srv := range candidates {
 		us := UserServer{ServerID: srv.ID, ServerName: srv.Name, State: state[srv.ID]}
-		prof, ok, err := s.EffectiveProfile(ctx, u, srv, as)
+		r, err := s.resolve(ctx, u, srv, as, ranks)
 		if err != nil {
 			return nil, err
 		}
-		if ok {
-			us.ProfileID, us.ProfileName = prof.ID, prof.Name
-			us.Via = "group"
-			for _, a := range as {
-				if a.TargetType == domain.TargetServer && a.TargetID == srv.ID {
-					us.Via = "server"
-				}
-			}
+		if r.OK {
+			us.ProfileID, us.ProfileName, us.Via, us.GroupID, us.GroupName, us.Warning = r.Profile.ID, r.Profile.Name, r.Via, r.GroupID, r.GroupName, r.Warning
 		}
 		if us.State == "" {
 			us.State = domain.ProvisionPending

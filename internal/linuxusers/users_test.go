@@ -155,7 +155,8 @@ func testCatalogue(t *testing.T, url string) {
 	}
 
 	// Effective profile: server assignment beats groups; among groups the
-	// most privileged wins; no profile means the default, then standard.
+	// lower priority number wins, a tie goes to the older group with a
+	// warning; no profile means the default, then standard.
 	profiles, _ := s.ListProfiles(ctx)
 	var full, std domain.PrivilegeProfile
 	for _, p := range profiles {
@@ -183,18 +184,49 @@ func testCatalogue(t *testing.T, url string) {
 	if p, ok, err := s.EffectiveProfile(ctx, u, srv, as); !ok || err != nil || p.ID != std.ID {
 		t.Fatalf("group without profile: %+v %v", p, err)
 	}
-	as = append(as, domain.LinuxUserAssignment{UserID: u.ID, TargetType: domain.TargetGroup, TargetID: g2.ID, ProfileID: web.Profile.ID})
-	if p, _, _ := s.EffectiveProfile(ctx, u, srv, as); p.ID != web.Profile.ID {
-		t.Fatalf("more privileged group profile: %+v", p)
+	setPrio := func(g domain.Group, prio int) {
+		t.Helper()
+		if _, err := st.SetGroupAutomation(ctx, domain.GroupAutomation{GroupID: g.ID, Priority: prio}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	as = append(as, domain.LinuxUserAssignment{UserID: u.ID, TargetType: domain.TargetGroup, TargetID: g1.ID, ProfileID: full.ID})
-	if p, _, _ := s.EffectiveProfile(ctx, u, srv, as); p.ID != full.ID {
-		t.Fatalf("full admin via group: %+v", p)
+	as = []domain.LinuxUserAssignment{
+		{UserID: u.ID, TargetType: domain.TargetGroup, TargetID: g1.ID, ProfileID: full.ID},
+		{UserID: u.ID, TargetType: domain.TargetGroup, TargetID: g2.ID, ProfileID: web.Profile.ID},
 	}
-	as = append(as, domain.LinuxUserAssignment{UserID: u.ID, TargetType: domain.TargetServer, TargetID: srv.ID, ProfileID: std.ID})
+	for _, c := range []struct {
+		name       string
+		p1, p2     int
+		want       string
+		wantGroup  string
+		wantWarned bool
+	}{
+		{"g2 ranks first (lower number), though less privileged", 200, 50, web.Profile.ID, g2.ID, false},
+		{"g1 ranks first", 10, 50, full.ID, g1.ID, false},
+		{"tie: the older group g1 wins, with a warning", 100, 100, full.ID, g1.ID, true},
+		{"g2 ranks first: Standard wins over Full administrator", 9999, 1, web.Profile.ID, g2.ID, false},
+	} {
+		setPrio(g1, c.p1)
+		setPrio(g2, c.p2)
+		r, err := s.resolve(ctx, u, srv, as, groupRanks{})
+		if err != nil || !r.OK || r.Profile.ID != c.want || r.GroupID != c.wantGroup || r.Via != domain.TargetGroup || (r.Warning != "") != c.wantWarned {
+			t.Fatalf("%s: %+v %v", c.name, r, err)
+		}
+		if c.wantWarned && !strings.Contains(r.Warning, `the older group "g1" wins`) {
+			t.Fatalf("%s: warning %q", c.name, r.Warning)
+		}
+	}
+	// The group with the lower number and no profile gives the default.
+	as[1].ProfileID = ""
 	if p, _, _ := s.EffectiveProfile(ctx, u, srv, as); p.ID != std.ID {
-		t.Fatalf("server assignment wins: %+v", p)
+		t.Fatalf("winning group without profile: %+v", p)
 	}
+	as = append(as, domain.LinuxUserAssignment{UserID: u.ID, TargetType: domain.TargetServer, TargetID: srv.ID, ProfileID: web.Profile.ID})
+	if r, _ := s.resolve(ctx, u, srv, as, groupRanks{}); r.Profile.ID != web.Profile.ID || r.Via != domain.TargetServer || r.GroupID != "" {
+		t.Fatalf("server assignment wins: %+v", r)
+	}
+	setPrio(g1, domain.DefaultGroupPriority)
+	setPrio(g2, domain.DefaultGroupPriority)
 	// A profile in use cannot be deleted.
 	if _, err := s.Assign(ctx, admin, u.ID, domain.TargetGroup, g2.ID, web.Profile.ID); err != nil {
 		t.Fatal(err)

@@ -5,8 +5,12 @@ package pkgmgr
 // ZYPP_LOCK_TIMEOUT seconds, set to 120 to match apt's wait.
 type Zypper struct{}
 
-// zypper is the privileged, non-interactive zypper invocation.
-const zypper = sudo + "env ZYPP_LOCK_TIMEOUT=120 zypper --non-interactive "
+// zypper is the privileged, non-interactive zypper invocation. The
+// variable is sudo's own argument (sudo VAR=value command), not
+// /usr/bin/env's: in restricted sudo mode the allowlist holds zypper,
+// never env (which would run anything); the restricted rule carries
+// SETENV for it, as for apt's variables.
+const zypper = sudo + "ZYPP_LOCK_TIMEOUT=120 zypper --non-interactive "
 
 // Family returns FamilyZypper.
 func (Zypper) Family() Family { return FamilyZypper }

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/lcmproject/lcm/internal/domain"
+	"github.com/lcmproject/lcm/internal/helper"
 )
 
 // Rule kinds.
@@ -250,24 +251,11 @@ func subActionExample(base string) string {
 	}
 }
 
-// validRunAs follows the POSIX user-name rules LCM uses for Linux users.
-func validRunAs(u string) bool {
-	if len(u) == 0 || len(u) > 32 {
-		return false
-	}
-	for i, c := range u {
-		switch {
-		case c >= 'a' && c <= 'z', c == '_':
-		case (c >= '0' && c <= '9') || c == '-' || c == '.':
-			if i == 0 {
-				return false
-			}
-		default:
-			return false
-		}
-	}
-	return true
-}
+// validRunAs is the run-as user rule: exactly what lcm-helper accepts
+// when it writes the sudoers file in restricted sudo mode (a lower-case
+// letter or _, then lower-case letters, digits, _ and -, at most 32), so
+// a profile LCM accepts is never refused on the server.
+func validRunAs(u string) bool { return helper.ValidUser(u) }
 
 // ValidateAll normalizes and validates a list of rules; it returns the
 // normalized rules and every rejection (with its index).

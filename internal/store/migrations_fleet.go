@@ -56,6 +56,12 @@ type serverRow struct {
 	SSHProof      string     `gorm:"column:ssh_proof;type:text;not null;default:''"`
 	SudoMode      string     `gorm:"column:sudo_mode;size:16;not null;default:'full'"`
 	SudoModeAt    *time.Time `gorm:"column:sudo_mode_at"`
+	// The SSH port's last proof and the helper as last read back
+	// (fleet/006_helper_port_proof).
+	PortAt        *time.Time `gorm:"column:port_at"`
+	HelperVersion string     `gorm:"column:helper_version;size:128;not null;default:''"`
+	HelperSHA256  string     `gorm:"column:helper_sha256;size:64;not null;default:''"`
+	HelperAt      *time.Time `gorm:"column:helper_at"`
 	// Firewall state as last read back (firewall/001_tables).
 	FirewallActive bool       `gorm:"column:firewall_active;not null;default:false"`
 	FirewallTool   string     `gorm:"column:firewall_tool;size:16;not null;default:''"`
@@ -147,6 +153,7 @@ var fleetMigrations = []Migration{
 	{ID: "fleet/005_server_agents", Up: func(tx *gorm.DB) error {
 		return tx.AutoMigrate(&agentRow{})
 	}},
+	{ID: "fleet/006_helper_port_proof", Up: func(tx *gorm.DB) error { return addServerColumns(tx, helperPortColumns) }},
 }
 
 // Encrypted columns of the fleet area.
@@ -169,8 +176,16 @@ func init() {
 // fresh database fleet/001 created them already from serverRow).
 var hardeningColumns = []string{"SSHHardenedAt", "RootLogin", "RootLoginAt", "SSHProof", "SudoMode", "SudoModeAt"}
 
-func migrateHardening(tx *gorm.DB) error {
-	for _, c := range hardeningColumns {
+// helperPortColumns are the server columns fleet/006_helper_port_proof
+// adds.
+var helperPortColumns = []string{"PortAt", "HelperVersion", "HelperSHA256", "HelperAt"}
+
+func migrateHardening(tx *gorm.DB) error { return addServerColumns(tx, hardeningColumns) }
+
+// addServerColumns adds the server columns that are missing (on a fresh
+// database fleet/001 created them already from serverRow).
+func addServerColumns(tx *gorm.DB, cols []string) error {
+	for _, c := range cols {
 		if tx.Migrator().HasColumn(&serverRow{}, c) {
 			continue
 		}

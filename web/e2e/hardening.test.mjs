@@ -113,6 +113,10 @@ test('harden SSH from the Security tab, see the proof, remove the hardening', { 
     await page.goto(`${api.base}/#/servers/${id}`);
     await page.getByRole('tab', { name: 'Security' }).click();
     await page.getByTestId('sudo-mode').filter({ hasText: /restricted \(allowlist\)\s+proven/ }).waitFor();
+    // The helper the switch installed, as read back (version and when).
+    await page.getByTestId('helper-version').filter({ hasText: /lcm-helper \S+ protocol \d+\s+read back/ }).waitFor();
+    // The port, proven by the fresh logins of the SSH jobs above.
+    await page.getByTestId('ssh-port').filter({ hasText: /22\s+proven/ }).waitFor();
     await shot(page, 'server-security-restricted');
     await page.goto(`${api.base}/#/`);
     await page.getByTestId('count-restricted').filter({ hasText: /^\s*1\s+sudo restricted/ }).waitFor();

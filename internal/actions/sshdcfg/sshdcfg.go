@@ -305,17 +305,23 @@ const (
 // read before the Include) or override it (Match blocks) are commented out
 // as "#lcm-disabled:<feature># <line>"; when the main file has no Include
 // of the drop-in directory, one is added at the top, marked "# lcm-added"
-// (and then every global line comes after it). It returns the new content
-// and what it changed, in plain words; an unchanged file returns
-// changes == nil.
+// (and then every global line comes after it). Lines feature marked
+// before are judged again: one that no longer conflicts with want (root
+// login set back to what the line says) is restored, so the edit stays
+// exactly as large as the setting needs. It returns the new content and
+// what it changed, in plain words; an unchanged file returns changes ==
+// nil.
 func Edit(main, feature string, want map[string]string) (string, []string) {
 	lines := strings.Split(main, "\n")
 	var changes []string
 	hasInclude := HasDropInInclude(main)
 	seenInclude := !hasInclude // the added Include comes first
 	inMatch := false
+	mark := disabledPrefix + feature + "# "
 	for i, raw := range lines {
-		k, args := splitLine(raw)
+		marked := strings.HasPrefix(raw, mark)
+		line := strings.TrimPrefix(raw, mark)
+		k, args := splitLine(line)
 		switch k {
 		case "match":
 			inMatch = !(len(args) == 1 && strings.EqualFold(args[0], "all"))
@@ -327,14 +333,16 @@ func Edit(main, feature string, want map[string]string) (string, []string) {
 			continue
 		}
 		w, ok := want[k]
-		if !ok || len(args) > 0 && strings.EqualFold(args[0], w) {
-			continue
-		}
 		// Global lines after the Include lose to the drop-in anyway; lines
 		// before it win, and Match blocks override.
-		if inMatch || !seenInclude {
-			lines[i] = disabledPrefix + feature + "# " + raw
-			changes = append(changes, fmt.Sprintf("%s:%d: %q commented out (marked %s%s#)", MainPath, i+1, strings.TrimSpace(raw), disabledPrefix, feature))
+		conflicts := ok && !(len(args) > 0 && strings.EqualFold(args[0], w)) && (inMatch || !seenInclude)
+		switch {
+		case conflicts && !marked:
+			lines[i] = mark + line
+			changes = append(changes, fmt.Sprintf("%s:%d: %q commented out (marked %s%s#)", MainPath, i+1, strings.TrimSpace(line), disabledPrefix, feature))
+		case !conflicts && marked:
+			lines[i] = line
+			changes = append(changes, fmt.Sprintf("%s:%d: %q restored (it no longer conflicts)", MainPath, i+1, strings.TrimSpace(line)))
 		}
 	}
 	if !hasInclude {

@@ -188,3 +188,27 @@ func FuzzDumpTraceEdit(f *testing.F) {
 		}
 	})
 }
+
+// TestEditJudgesItsMarksAgain: root login set back to what an earlier
+// main-file line says restores that line (the marked edit is undone, not
+// left behind); a setting that still conflicts keeps it marked; another
+// feature's marks are never touched.
+func TestEditJudgesItsMarksAgain(t *testing.T) {
+	main := "PermitRootLogin prohibit-password\n#lcm-disabled:harden# PasswordAuthentication yes\nInclude /etc/ssh/sshd_config.d/*.conf\n"
+	no, ch := Edit(main, "root-login", map[string]string{"permitrootlogin": "no"})
+	if len(ch) != 1 || !strings.HasPrefix(no, "#lcm-disabled:root-login# PermitRootLogin prohibit-password\n") {
+		t.Fatalf("forbid: %q %q", no, ch)
+	}
+	if again, ch := Edit(no, "root-login", map[string]string{"permitrootlogin": "no"}); ch != nil || again != no {
+		t.Fatalf("forbid again changed %q %q", again, ch)
+	}
+	back, ch := Edit(no, "root-login", map[string]string{"permitrootlogin": "prohibit-password"})
+	if back != main || len(ch) != 1 || !strings.Contains(ch[0], "restored") {
+		t.Fatalf("set back: %q %q", back, ch)
+	}
+	// "yes" conflicts with both: the line stays marked.
+	yes := strings.Replace(no, "prohibit-password", "yes", 1)
+	if got, ch := Edit(yes, "root-login", map[string]string{"permitrootlogin": "prohibit-password"}); ch != nil || got != yes {
+		t.Fatalf("still conflicting: %q %q", got, ch)
+	}
+}

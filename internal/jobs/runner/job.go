@@ -185,11 +185,41 @@ func (w *Worker) execute(ctx context.Context, jm bus.JobMsg, c credbox.Credentia
 			t.Timeouts = w.cfg.Timeouts
 			return sshexec.Dial(ctx, t)
 		}}
-	if da, ok := act.(actions.DataAction); ok {
-		return da.RunData(ctx, env)
+	return runAction(ctx, act, env, domain.JobKind(jm.Kind), c.SudoMode)
+}
+
+// runAction runs act. On a server whose stored sudo mode is restricted, a
+// job that uses lcm-helper first reads the installed helper back and
+// upgrades it when it differs from this worker's (actions.EnsureHelper);
+// the helper state (and the proof of an upgrade's round trip) goes into
+// the result for the server record.
+func runAction(ctx context.Context, act actions.Action, env *actions.Env, kind domain.JobKind, sudoMode string) (actions.Result, []byte, error) {
+	var (
+		hs  *actions.HelperState
+		pr  *actions.SudoProof
+		err error
+	)
+	if sudoMode == domain.SudoRestricted && domain.UsesHelper(kind) {
+		if hs, pr, err = actions.EnsureHelper(ctx, env); err != nil {
+			return actions.Result{Helper: hs, Sudo: pr}, nil, err
+		}
 	}
-	res, err := act.Run(ctx, env)
-	return res, nil, err
+	var (
+		res  actions.Result
+		data []byte
+	)
+	if da, ok := act.(actions.DataAction); ok {
+		res, data, err = da.RunData(ctx, env)
+	} else {
+		res, err = act.Run(ctx, env)
+	}
+	if res.Helper == nil {
+		res.Helper = hs
+	}
+	if res.Sudo == nil {
+		res.Sudo = pr
+	}
+	return res, data, err
 }
 
 // executeOverAgent runs the action through the server's lcm-agent: the
@@ -209,11 +239,7 @@ func (w *Worker) executeOverAgent(ctx context.Context, act actions.Action, jm bu
 		Dial: func(context.Context, string, string) (remote.Executor, error) {
 			return agentgw.NewExecutor(w.cfg.Bus, c.AgentID), nil
 		}}
-	if da, ok := act.(actions.DataAction); ok {
-		return da.RunData(ctx, env)
-	}
-	res, err := act.Run(ctx, env)
-	return res, nil, err
+	return runAction(ctx, act, env, domain.JobKind(jm.Kind), c.SudoMode)
 }
 
 func targetOf(c credbox.Credentials, user, key, password string) (sshexec.Target, error) {

@@ -117,6 +117,10 @@ export interface Server {
   ssh_proof?: string[];
   sudo_mode?: 'full' | 'restricted';
   sudo_mode_at?: string | null;
+  port_at?: string | null;
+  helper_version?: string;
+  helper_sha256?: string;
+  helper_at?: string | null;
   /** The host firewall as last read back (feeds the excellent state). */
   firewall_active?: boolean;
   firewall_tool?: string;
