@@ -32,6 +32,9 @@ func (a *app) wireAgents(ctx context.Context, fl *fleet.Service, st *status.Serv
 	if a.tls != nil && len(a.tls.Certificates) > 0 && len(a.tls.Certificates[0].Certificate) > 0 {
 		cfg.Fingerprint = agentproto.FingerprintSHA256(a.tls.Certificates[0].Certificate[0])
 	}
+	for _, g := range a.cfg.AgentGateways {
+		cfg.Gateways = append(cfg.Gateways, fleet.AgentGateway{Name: g.Name, URL: g.URL, Fingerprint: g.TLSFingerprintSHA256, Segments: g.Segments})
+	}
 	fl.SetAgents(cfg)
 	mon := &fleet.AgentMonitor{Store: a.store, Log: a.log, OnConnect: fl.AgentConnected,
 		Contact: func(ctx context.Context, id string, ok bool, reason string) error {

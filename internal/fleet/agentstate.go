@@ -66,8 +66,9 @@ func (m *AgentMonitor) HandleStatus(agentID string, data []byte) {
 	defer cancel()
 	online := st.State == agentproto.StateOnline
 	rep := store.AgentReport{AgentID: agentID, Connected: online, At: m.now()}
+	rep.Gateway = truncate(st.Gateway, 255)
 	if online {
-		rep.Version, rep.Hostname = truncate(st.AgentVersion, 128), truncate(st.Hostname, 255)
+		rep.Version, rep.Hostname, rep.Capability = truncate(st.AgentVersion, 128), truncate(st.Hostname, 255), st.V
 	}
 	serverID, changed, err := m.Store.RecordAgentState(ctx, rep)
 	if err != nil {

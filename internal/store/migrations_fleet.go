@@ -147,6 +147,18 @@ var fleetMigrations = []Migration{
 	{ID: "fleet/005_server_agents", Up: func(tx *gorm.DB) error {
 		return tx.AutoMigrate(&agentRow{})
 	}},
+	{ID: "fleet/006_agent_gateway", Up: func(tx *gorm.DB) error {
+		// On a fresh database fleet/005 created them already.
+		for _, c := range []string{"Gateway", "Capability"} {
+			if tx.Migrator().HasColumn(&agentRow{}, c) {
+				continue
+			}
+			if err := tx.Migrator().AddColumn(&agentRow{}, c); err != nil {
+				return err
+			}
+		}
+		return nil
+	}},
 }
 
 // Encrypted columns of the fleet area.

@@ -271,7 +271,7 @@ function agentMocks(online) {
   const fx = fixtures();
   const now = new Date().toISOString();
   const agent = { agent_id: '6f1c1c5e-8f0a-4d59-9a53-3b0f3f6f2b11', connected: online, online, last_seen_at: online ? now : null,
-    version: online ? '1.4.0' : '', hostname: online ? 'edge-7' : '', token_issued_at: now };
+    version: online ? '1.4.0' : '', hostname: online ? 'edge-7' : '', gateway: online ? 'edge-gw-1' : '', capability: online ? 1 : 0, token_issued_at: now };
   const srv = { ...servers[3], id: 's-agent', name: 'edge-7', host: '', port: 0, transport: 'agent', host_key_fingerprint: '', agent };
   const token = 'lcmenroll_eyJhZ2VudF9pZCI6IjZmMWMxYzVlLThmMGEtNGQ1OS05YTUzLTNiMGYzZjZmMmIxMSJ9';
   const sha = '9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08';
