@@ -128,6 +128,7 @@ func New(o Options) (*Gateway, error) {
 	ln := newWSListener(log, orDefault(o.MaxPending, DefaultMaxPending), o.ConnectTimeout)
 	g := &Gateway{srv: srv, ln: ln, log: log, done: make(chan struct{}),
 		hook: &hook{creds: o.Credentials, bus: o.Bus, log: log, name: gatewayName(o.Name)}}
+	g.hook.disconnect = srv.DisconnectClient
 	if err := srv.AddHook(g.hook, nil); err != nil {
 		return nil, fmt.Errorf("agentgw: %w", err)
 	}

@@ -32,6 +32,9 @@ type hook struct {
 	log   *slog.Logger
 	// name is the gateway's name, stamped on every status it forwards.
 	name string
+	// disconnect ends a client's connection with a DISCONNECT reason
+	// (the broker's DisconnectClient, set once it exists).
+	disconnect func(cl *mqtt.Client, code packets.Code) error
 	// sessions maps a connected agent id to the secret hash it
 	// authenticated with, for revalidation.
 	sessions sync.Map
@@ -126,9 +129,14 @@ func (h *hook) OnPublish(cl *mqtt.Client, pk packets.Packet) (out packets.Packet
 	}
 	if pk.FixedHeader.Retain {
 		// The broker keeps nothing (RetainAvailable 0); an agent never
-		// retains, so a retained message is not forwarded either.
-		h.log.Warn("agent message refused: retained", "agent_id", id, "channel", ch)
-		return pk, packets.ErrRetainNotSupported
+		// retains, so a retained message is not forwarded either. MQTT 5
+		// makes it a protocol error answered with DISCONNECT 0x9A (0x9A is
+		// no PUBACK reason: a client library rejects such a PUBACK).
+		h.log.Warn("agent message refused: retained; disconnecting it", "agent_id", id, "channel", ch)
+		if h.disconnect != nil {
+			_ = h.disconnect(cl, packets.ErrRetainNotSupported)
+		}
+		return pk, packets.ErrRejectPacket
 	}
 	payload, err := h.checkPayload(ch, pk.Payload)
 	if err != nil {
@@ -137,7 +145,9 @@ func (h *hook) OnPublish(cl *mqtt.Client, pk packets.Packet) (out packets.Packet
 	}
 	if err := h.bus.PublishAgent(id, string(ch), payload); err != nil {
 		h.log.Error("agent message not forwarded", "agent_id", id, "channel", ch, "err", err)
-		return pk, packets.ErrServerUnavailable
+		// 0x80 (unspecified error): 0x88 "server unavailable" is no
+		// PUBACK reason code. The agent sends it again.
+		return pk, packets.ErrUnspecifiedError
 	}
 	return pk, packets.CodeSuccessIgnore
 }
