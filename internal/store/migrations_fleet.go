@@ -159,6 +159,15 @@ var fleetMigrations = []Migration{
 		}
 		return nil
 	}},
+	{ID: "fleet/007_bulk_action_size", Up: func(tx *gorm.DB) error {
+		// bulk_runs.action was varchar(32), too short for the action of a
+		// rollout of a custom action or a run of a long-named custom
+		// action. SQLite does not enforce the size.
+		if tx.Dialector.Name() == "sqlite" {
+			return nil
+		}
+		return tx.Exec("ALTER TABLE bulk_runs ALTER COLUMN action TYPE varchar(200)").Error
+	}},
 }
 
 // Encrypted columns of the fleet area.
