@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"io"
 	"net/http"
 	"os"
@@ -183,6 +184,14 @@ func TestAgentEndToEnd(t *testing.T) {
 	})
 	if got.Agent.Version == "" || got.Agent.Hostname == "" {
 		t.Fatalf("agent state without version or hostname: %+v", got.Agent)
+	}
+	// lcm-agent status on the host: connected (exit 0), with its pin.
+	pinned, err := agentproto.ParseToken(tok1.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := onHost("/usr/local/bin/lcm-agent status"); !strings.Contains(out, "lcm-agent: connected") || !strings.Contains(out, pinned.TLSFingerprintSHA256) {
+		t.Fatalf("lcm-agent status:\n%s", out)
 	}
 
 	// The agent's first connection runs a connectivity check over it,
@@ -365,6 +374,12 @@ func TestAgentEndToEnd(t *testing.T) {
 	a.Do("GET", "/api/v1/servers/"+srv.ID, token, nil, &s)
 	if s.Agent.Connected {
 		t.Fatal("the revoked agent connected again")
+	}
+	// The agent runs on, not connected: lcm-agent status exits 4 and says why.
+	out, err = onHostErr("/usr/local/bin/lcm-agent status")
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.code != 4 || !strings.Contains(out, "last error:") {
+		t.Fatalf("lcm-agent status of the revoked agent: %v\n%s", err, out)
 	}
 }
 
