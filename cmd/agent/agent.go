@@ -49,6 +49,7 @@ func runAgent(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("lcm-agent run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	path := fs.String("config", defaultConfigPath, "agent configuration written by enroll")
+	statePath := fs.String("state", defaultStatePath, "where to keep the runtime state for `lcm-agent status` (empty: nowhere)")
 	debug := fs.Bool("debug", false, "log at debug level")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -66,7 +67,9 @@ func runAgent(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})).With("agent_id", cfg.AgentID)
 	log.Info("lcm-agent starting", "version", version.Get().String(name), "gateway", cfg.GatewayURL)
-	a := &agent{cfg: cfg, log: log}
+	a := &agent{cfg: cfg, log: log, state: newStateFile(*statePath, runState{PID: os.Getpid(), AgentID: cfg.AgentID,
+		GatewayURL: cfg.GatewayURL, TLSFingerprintSHA256: cfg.TLSFingerprintSHA256, Version: version.Get().Version,
+		Capability: agentproto.CapabilityVersion, State: stateConnecting, StartedAt: time.Now().UTC()})}
 	return a.run(ctx)
 }
 
@@ -75,6 +78,25 @@ type agent struct {
 	log    *slog.Logger
 	cm     *autopaho.ConnectionManager
 	runner *runner
+	state  *stateFile
+	// stateErrLogged keeps a failing state file to one log line.
+	stateErrLogged atomic.Bool
+}
+
+// setState updates the state file; a failure is logged once and otherwise
+// ignored (the file is for operators, the connection is what matters).
+func (a *agent) setState(fn func(*runState)) {
+	if err := a.state.update(fn); err != nil && !a.stateErrLogged.Swap(true) {
+		a.log.Warn("state file not written; lcm-agent status will not see this agent", "path", a.state.path, "err", err)
+	}
+}
+
+func (a *agent) contact() {
+	a.setState(func(s *runState) {
+		t := time.Now().UTC()
+		s.LastContact = &t
+		s.Running = a.runner.count()
+	})
 }
 
 func (a *agent) run(ctx context.Context) error {
@@ -85,6 +107,8 @@ func (a *agent) run(ctx context.Context) error {
 	cmdTopic := agentproto.Topic(a.cfg.AgentID, agentproto.ChannelCmd)
 	// Commands outlive a reconnect; they end with ctx (agent shutdown).
 	a.runner = newRunner(a.publish, a.log)
+	a.setState(func(*runState) {})
+	defer a.state.remove()
 	var pinErrLogged atomic.Bool // OnConnectError runs on its own goroutines
 	cc := autopaho.ClientConfig{
 		ServerUrls:                    []*url.URL{u},
@@ -99,15 +123,26 @@ func (a *agent) run(ctx context.Context) error {
 		OnConnectionUp: func(cm *autopaho.ConnectionManager, _ *paho.Connack) {
 			a.log.Info("connected to gateway")
 			pinErrLogged.Store(false)
+			a.setState(func(s *runState) {
+				t := time.Now().UTC()
+				s.State, s.ConnectedSince, s.LastContact, s.LastError = stateConnected, &t, &t, ""
+			})
 			go a.onUp(ctx, cm, cmdTopic)
 		},
 		OnConnectionDown: func() bool {
 			a.log.Warn("connection to gateway lost; reconnecting")
+			a.setState(func(s *runState) { s.State, s.ConnectedSince, s.LastError = stateDisconnected, nil, "connection lost" })
 			return true
 		},
 		OnConnectError: func(err error) {
 			var pe *PinError
 			var ce *autopaho.ConnackError
+			a.setState(func(s *runState) {
+				if s.State == stateConnected {
+					s.State = stateDisconnected
+				}
+				s.ConnectedSince, s.LastError = nil, err.Error()
+			})
 			switch {
 			case errors.As(err, &pe):
 				// Loud once per outage: a changed certificate needs an
@@ -127,6 +162,7 @@ func (a *agent) run(ctx context.Context) error {
 				func(pr paho.PublishReceived) (bool, error) {
 					if pr.Packet.Topic == cmdTopic {
 						a.runner.handle(ctx, pr.Packet.Payload)
+						a.contact()
 					}
 					return true, nil
 				},
@@ -181,7 +217,9 @@ func (a *agent) sendStatus(ctx context.Context) {
 	defer cancel()
 	if err := a.publishOnce(pctx, agentproto.ChannelStatus, st); err != nil {
 		a.log.Debug("status not sent", "err", err)
+		return
 	}
+	a.contact()
 }
 
 // publish delivers an envelope with QoS 1, waiting out reconnects until

@@ -6,7 +6,8 @@
 // Usage:
 //
 //	lcm-agent enroll [-config /etc/lcm-agent/agent.json] [-force] <token>
-//	lcm-agent run [-config /etc/lcm-agent/agent.json] [-debug]
+//	lcm-agent run [-config /etc/lcm-agent/agent.json] [-state /run/lcm-agent/state.json] [-debug]
+//	lcm-agent status [-config /etc/lcm-agent/agent.json] [-state /run/lcm-agent/state.json] [-json]
 //	lcm-agent install-service [-config /etc/lcm-agent/agent.json]
 //	lcm-agent -version
 //
@@ -15,6 +16,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -31,6 +33,13 @@ func main() {
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	if err != nil {
+		var ee *exitError
+		if errors.As(err, &ee) {
+			if ee.msg != "" {
+				fmt.Fprintln(os.Stderr, name+":", ee.msg)
+			}
+			os.Exit(ee.code)
+		}
 		fmt.Fprintln(os.Stderr, name+":", err)
 		os.Exit(1)
 	}
@@ -38,7 +47,11 @@ func main() {
 
 const usage = `usage:
   lcm-agent enroll [-config path] [-force] <token>   enroll this host (once)
-  lcm-agent run [-config path] [-debug]              connect and execute commands
+  lcm-agent run [-config path] [-state path] [-debug]
+                                                     connect and execute commands
+  lcm-agent status [-config path] [-state path] [-json]
+                                                     connection state; exit 0 connected, 1 not enrolled,
+                                                     2 usage, 3 not running, 4 running but not connected
   lcm-agent install-service [-config path]           install, enable and start the systemd unit
   lcm-agent -version                                 print the version`
 
@@ -54,6 +67,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runEnroll(ctx, args[1:], stdout, stderr)
 	case "run":
 		return runAgent(ctx, args[1:], stderr)
+	case "status":
+		return runStatus(ctx, args[1:], stdout, stderr)
 	case "install-service":
 		return runInstallService(ctx, args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":

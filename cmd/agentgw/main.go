@@ -6,7 +6,7 @@
 // Usage:
 //
 //	lcm-agentgw -tls-cert cert.pem -tls-key key.pem -nats-url nats://nats:4222 \
-//	    [-listen 0.0.0.0:9320] [-nats-user u] [-nats-password-file f] [-nats-ca ca.pem] [-debug]
+//	    [-listen 0.0.0.0:9320] [-name edge-1] [-nats-user u] [-nats-password-file f] [-nats-ca ca.pem] [-debug]
 //	lcm-agentgw -version
 //
 // The NATS password may also come from LCM_NATS_PASSWORD (never a flag, so

@@ -32,7 +32,7 @@ type options struct {
 	listen, certFile, keyFile string
 	natsURL, natsUser         string
 	natsPasswordFile, natsCA  string
-	metricsAddr               string
+	metricsAddr, gwName       string
 	debug, version            bool
 }
 
@@ -47,6 +47,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.natsUser, "nats-user", "", "NATS user")
 	fs.StringVar(&o.natsPasswordFile, "nats-password-file", "", "file holding the NATS password (or set LCM_NATS_PASSWORD)")
 	fs.StringVar(&o.natsCA, "nats-ca", "", "PEM file of the CA (or self-signed certificate) of a TLS NATS, e.g. lcm-api's UI certificate when it listens (nats.listen)")
+	fs.StringVar(&o.gwName, "name", "", "the gateway's name in the agents' state (default: the host name); use the name given in lcm-api's agent_gateways")
 	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address, e.g. 127.0.0.1:9341 (/metrics, plain HTTP; off when empty)")
 	fs.BoolVar(&o.debug, "debug", false, "log at debug level")
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
@@ -153,7 +154,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		ln.Close()
 		return err
 	}
-	gw, err := agentgw.New(agentgw.Options{Bus: b, Credentials: creds, Logger: log})
+	gw, err := agentgw.New(agentgw.Options{Bus: b, Credentials: creds, Logger: log, Name: o.gwName})
 	if err != nil {
 		ln.Close()
 		return err
@@ -177,7 +178,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.ServeTLS(ln, "", "") }()
-	log.Info("lcm-agentgw started", "version", version.Get().String(name), "listen", ln.Addr().String(),
+	log.Info("lcm-agentgw started", "version", version.Get().String(name), "name", gw.Name(), "listen", ln.Addr().String(),
 		"tls_sha256", agentproto.FingerprintSHA256(pair.Certificate[0]))
 	select {
 	case <-ctx.Done():

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"io"
 	"net/http"
 	"os"
@@ -184,6 +185,14 @@ func TestAgentEndToEnd(t *testing.T) {
 	if got.Agent.Version == "" || got.Agent.Hostname == "" {
 		t.Fatalf("agent state without version or hostname: %+v", got.Agent)
 	}
+	// lcm-agent status on the host: connected (exit 0), with its pin.
+	pinned, err := agentproto.ParseToken(tok1.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := onHost("/usr/local/bin/lcm-agent status"); !strings.Contains(out, "lcm-agent: connected") || !strings.Contains(out, pinned.TLSFingerprintSHA256) {
+		t.Fatalf("lcm-agent status:\n%s", out)
+	}
 
 	// The agent's first connection runs a connectivity check over it,
 	// which records the server's facts as a join does for SSH.
@@ -202,12 +211,12 @@ func TestAgentEndToEnd(t *testing.T) {
 
 	// Jobs over the agent, with live output: output is readable while the
 	// job still runs.
-	runJob := func(path string) string {
+	runJobWith := func(path string, reqBody any) string {
 		t.Helper()
 		var s struct {
 			JobID string `json:"job_id"`
 		}
-		if r, body := a.Do("POST", "/api/v1/servers/"+srv.ID+path, token, nil, &s); r.StatusCode != http.StatusAccepted {
+		if r, body := a.Do("POST", "/api/v1/servers/"+srv.ID+path, token, reqBody, &s); r.StatusCode != http.StatusAccepted {
 			t.Fatalf("POST %s: %d %s", path, r.StatusCode, body)
 		}
 		live := false
@@ -248,21 +257,99 @@ func TestAgentEndToEnd(t *testing.T) {
 			a.Do("GET", "/api/v1/jobs/"+s.JobID+"/ssh-output", token, nil, &o)
 			return o.Complete
 		})
-		if !live {
+		if !live && reqBody == nil {
 			t.Errorf("%s: no output was visible while the job ran", path)
 		}
 		return o.Output
 	}
+	runJob := func(path string) string { return runJobWith(path, nil) }
 	out = runJob("/refresh-all")
 	for _, want := range []string{"lcm: refreshing every configured apt source (apt-get update)", "bookworm-security InRelease"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("refresh output lacks %q:\n%s", want, out)
 		}
 	}
+	// Reboot-less package actions on named packages, read back on the
+	// host: update one upgradable package, hold and unhold one, remove it.
+	upgradable := strings.Fields(onHost(`apt list --upgradable 2>/dev/null | sed -n 's|/.*||p' | grep -v '^apt$' | head -n 1`))
+	if len(upgradable) != 1 {
+		t.Fatal("the test host has no upgradable package (its base is deliberately not upgraded)")
+	}
+	pkg := upgradable[0]
+	runJobWith("/packages/update", map[string]any{"names": []string{pkg}})
+	if out := onHost("apt list --upgradable 2>/dev/null"); strings.Contains(out, "\n"+pkg+"/") || strings.HasPrefix(out, pkg+"/") {
+		t.Fatalf("%s is still upgradable after the update over the agent:\n%s", pkg, out)
+	}
+	onHost("DEBIAN_FRONTEND=noninteractive apt-get -qy install hello >/dev/null")
+	runJobWith("/packages/hold", map[string]any{"names": []string{"hello"}})
+	if held := onHost("apt-mark showhold"); !strings.Contains(held, "hello") {
+		t.Fatalf("hold over the agent: showhold %q", held)
+	}
+	runJobWith("/packages/unhold", map[string]any{"names": []string{"hello"}})
+	if held := onHost("apt-mark showhold"); strings.Contains(held, "hello") {
+		t.Fatalf("unhold over the agent: showhold %q", held)
+	}
+	runJobWith("/packages/remove", map[string]any{"names": []string{"hello"}})
+	if out, err := onHostErr("dpkg-query -W -f='${Status}' hello"); err == nil && strings.Contains(out, "install ok installed") {
+		t.Fatalf("hello still installed after the remove over the agent: %s", out)
+	}
+
 	out = runJob("/packages/upgrade-security")
 	if !strings.Contains(out, "lcm: security updates") && !strings.Contains(out, "no security updates") {
 		t.Fatalf("upgrade-security output:\n%s", out)
 	}
+
+	// A Linux-user action over the agent: the account is created by the
+	// assignment's apply job and locked by a disable job.
+	var lu struct {
+		ID string `json:"id"`
+	}
+	if r, body := a.Do("POST", "/api/v1/linux-users", token, map[string]any{"username": "agentuser", "full_name": "Agent User"}, &lu); r.StatusCode != http.StatusCreated {
+		t.Fatalf("create Linux user: %d %s", r.StatusCode, body)
+	}
+	runJobWith("/assign-user", map[string]any{"user_id": lu.ID})
+	if uid := strings.TrimSpace(onHost("id -u agentuser")); uid == "" {
+		t.Fatal("agentuser not created over the agent")
+	}
+	runJobWith("/users/disable", map[string]any{"username": "agentuser"})
+	if st := strings.Fields(onHost("passwd -S agentuser")); len(st) < 2 || st[1] != "L" {
+		t.Fatalf("agentuser not locked over the agent: %v", st)
+	}
+
+	// Abort through the job API reaches the agent, which kills the
+	// command's whole process group: both sleeps (one in the background)
+	// are gone from the host afterwards.
+	var act struct {
+		ID string `json:"id"`
+	}
+	if r, body := a.Do("POST", "/api/v1/custom-actions", token, map[string]any{"name": "long sleep",
+		"commands": []string{"sleep 6002 & sleep 6001"}}, &act); r.StatusCode != http.StatusCreated {
+		t.Fatalf("create custom action: %d %s", r.StatusCode, body)
+	}
+	var bulk struct {
+		Items []struct {
+			JobID string `json:"job_id"`
+		} `json:"items"`
+	}
+	if r, body := a.Do("POST", "/api/v1/custom-actions/"+act.ID+"/run", token, map[string]any{"server_ids": []string{srv.ID}}, &bulk); r.StatusCode != http.StatusAccepted || len(bulk.Items) != 1 || bulk.Items[0].JobID == "" {
+		t.Fatalf("run custom action: %d %s", r.StatusCode, body)
+	}
+	sleeps := func() string {
+		return strings.TrimSpace(onHost(`for p in /proc/[0-9]*; do tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -qE '^sleep 600[12] ?$' && echo "${p#/proc/}"; done; true`))
+	}
+	testutil.WaitFor(t, 60*time.Second, "both sleeps running on the host", func() bool { return len(strings.Fields(sleeps())) == 2 })
+	jobID := bulk.Items[0].JobID
+	if r, body := a.Do("POST", "/api/v1/jobs/"+jobID+"/abort", token, nil, nil); r.StatusCode >= 300 {
+		t.Fatalf("abort: %d %s", r.StatusCode, body)
+	}
+	testutil.WaitFor(t, 30*time.Second, "aborted job", func() bool {
+		var j struct {
+			Status string `json:"status"`
+		}
+		a.Do("GET", "/api/v1/jobs/"+jobID, token, nil, &j)
+		return j.Status == "aborted"
+	})
+	testutil.WaitFor(t, 30*time.Second, "the command's process group gone from the host", func() bool { return sleeps() == "" })
 
 	// A new token revokes the running agent's credentials: it is
 	// disconnected at once and cannot come back.
@@ -287,6 +374,12 @@ func TestAgentEndToEnd(t *testing.T) {
 	a.Do("GET", "/api/v1/servers/"+srv.ID, token, nil, &s)
 	if s.Agent.Connected {
 		t.Fatal("the revoked agent connected again")
+	}
+	// The agent runs on, not connected: lcm-agent status exits 4 and says why.
+	out, err = onHostErr("/usr/local/bin/lcm-agent status")
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.code != 4 || !strings.Contains(out, "last error:") {
+		t.Fatalf("lcm-agent status of the revoked agent: %v\n%s", err, out)
 	}
 }
 

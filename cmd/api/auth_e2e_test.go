@@ -1,9 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -178,9 +183,16 @@ func TestAuthE2EHTTPSForced2FA(t *testing.T) {
 
 // TestAllowlistE2E: clients outside allowed_ips get 403 before
 // authentication and are not logged; X-Forwarded-For counts only with
-// trust_proxy_header.
+// trust_proxy_header. The agent download alone is exempt (servers fetch
+// it before they are managed): a GET of it is served from outside the
+// allowlist, anything else under or beside its path is not.
 func TestAllowlistE2E(t *testing.T) {
-	a := testutil.StartAPI(t, testutil.APIOptions{Dev: true, NoWait: true,
+	binDir := t.TempDir()
+	agentBin := []byte("#!/bin/sh\necho lcm-agent stand-in\n")
+	if err := os.WriteFile(filepath.Join(binDir, "lcm-agent-linux-amd64"), agentBin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	a := testutil.StartAPI(t, testutil.APIOptions{Dev: true, NoWait: true, Env: []string{"LCM_AGENT_BIN_DIR=" + binDir},
 		Config: map[string]any{"allowed_ips": []string{"192.0.2.0/24"}, "access_log": true}})
 	testutil.WaitFor(t, 15*time.Second, "the service answers", func() bool {
 		resp, err := a.Client.Get(a.BaseURL + "/api/v1/health")
@@ -208,6 +220,43 @@ func TestAllowlistE2E(t *testing.T) {
 	}
 	if strings.Contains(a.Stderr(), `path=/api/v1/health`) {
 		t.Fatalf("refused requests were logged:\n%s", a.Stderr())
+	}
+	// The exemption: GET of the agent download from outside.
+	sum := sha256.Sum256(agentBin)
+	resp, body := a.Do("GET", "/api/v1/agent/download/amd64", "", nil, nil)
+	if resp.StatusCode != 200 || !bytes.Equal(body, agentBin) || resp.Header.Get("X-Checksum-Sha256") != hex.EncodeToString(sum[:]) {
+		t.Fatalf("agent download from outside the allowlist: %d %q", resp.StatusCode, body)
+	}
+	if resp, body := a.Do("GET", "/api/v1/agent/download/arm64", "", nil, nil); resp.StatusCode != 404 {
+		t.Fatalf("missing arch from outside: %d %s", resp.StatusCode, body)
+	}
+	// Only that GET: other methods, neighbouring paths and a path that
+	// climbs out of the prefix are refused as before.
+	for _, c := range []struct{ method, path string }{
+		{"POST", "/api/v1/agent/download/amd64"},
+		{"DELETE", "/api/v1/agent/download/amd64"},
+		{"GET", "/api/v1/agent/downloads"},
+		{"GET", "/api/v1/agent/download"},
+		{"GET", "/api/v1/agent"},
+		{"POST", "/api/v1/auth/login"},
+	} {
+		resp, body := a.Do(c.method, c.path, "", nil, nil)
+		if resp.StatusCode != 403 || !strings.Contains(string(body), "ip_not_allowed") {
+			t.Errorf("%s %s from outside the allowlist: %d %s", c.method, c.path, resp.StatusCode, body)
+		}
+	}
+	for _, path := range []string{"/api/v1/agent/download/../../health", "/api/v1/agent/download/amd64/../../../servers"} {
+		req, _ := http.NewRequest("GET", a.BaseURL+path, nil)
+		req.URL.Opaque = path // sent as is, not cleaned by the client
+		resp, err := a.Client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == 200 || strings.Contains(string(b), `"status"`) || strings.Contains(string(b), `"servers"`) {
+			t.Errorf("GET %s reached another route through the exemption: %d %s", path, resp.StatusCode, b)
+		}
 	}
 	a.Stop()
 	b := testutil.StartAPI(t, testutil.APIOptions{Dev: true, NoWait: true,

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"net/http"
+	"os"
 
 	"github.com/lcmproject/lcm/internal/agentgw"
 )
@@ -18,7 +19,8 @@ func (a *app) agentGateway(ctx context.Context) http.Handler {
 	creds, err := a.bus.AgentCredentials(ctx)
 	var gw *agentgw.Gateway
 	if err == nil {
-		gw, err = agentgw.New(agentgw.Options{Bus: a.bus, Credentials: creds, Logger: a.log})
+		host, _ := os.Hostname()
+		gw, err = agentgw.New(agentgw.Options{Bus: a.bus, Credentials: creds, Logger: a.log, Name: "lcm-api@" + host})
 	}
 	if err != nil {
 		a.log.Error("agent gateway not started; agents cannot connect", "err", err)

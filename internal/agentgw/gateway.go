@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 	"sync"
 	"time"
 
@@ -35,6 +36,9 @@ type Options struct {
 	Bus         Messenger
 	Credentials CredentialStore
 	Logger      *slog.Logger
+	// Name identifies this gateway in the agents' state (default: the
+	// host name); at most 255 bytes.
+	Name string
 	// RevalidateInterval overrides RevalidateInterval (tests).
 	RevalidateInterval time.Duration
 	// MaxAgents bounds the agents connected at once (default
@@ -123,7 +127,8 @@ func New(o Options) (*Gateway, error) {
 	})
 	ln := newWSListener(log, orDefault(o.MaxPending, DefaultMaxPending), o.ConnectTimeout)
 	g := &Gateway{srv: srv, ln: ln, log: log, done: make(chan struct{}),
-		hook: &hook{creds: o.Credentials, bus: o.Bus, log: log}}
+		hook: &hook{creds: o.Credentials, bus: o.Bus, log: log, name: gatewayName(o.Name)}}
+	g.hook.disconnect = srv.DisconnectClient
 	if err := srv.AddHook(g.hook, nil); err != nil {
 		return nil, fmt.Errorf("agentgw: %w", err)
 	}
@@ -155,6 +160,20 @@ func New(o Options) (*Gateway, error) {
 	go g.revalidate(ctx, interval)
 	return g, nil
 }
+
+// gatewayName is the name a gateway stamps on status messages.
+func gatewayName(name string) string {
+	if name == "" {
+		name, _ = os.Hostname()
+	}
+	if len(name) > 255 {
+		name = name[:255]
+	}
+	return name
+}
+
+// Name is the name this gateway reports itself by.
+func (g *Gateway) Name() string { return g.hook.name }
 
 func orDefault(v, d int) int {
 	if v > 0 {

@@ -186,14 +186,20 @@ func TestBridge(t *testing.T) {
 	if b := recv(t, res); string(b) != string(result) {
 		t.Fatalf("NATS got %s", b)
 	}
-	st := envelope(t, &agentproto.Status{Header: agentproto.NewHeader(agentproto.TypeStatus, agentproto.NewID()), State: agentproto.StateOnline})
+	// A status is forwarded with the gateway's own name: an agent cannot
+	// claim another gateway.
+	stMsg := agentproto.Status{Header: agentproto.NewHeader(agentproto.TypeStatus, agentproto.NewID()), State: agentproto.StateOnline,
+		AgentVersion: "9.9.9", Gateway: "forged"}
+	st := envelope(t, &stMsg)
 	if _, err := c.Publish(ctx, &paho.Publish{Topic: agentproto.Topic(id, agentproto.ChannelStatus), QoS: 1, Payload: st}); err != nil {
 		t.Fatal(err)
 	}
+	stMsg.Gateway = e.gw.Name()
+	want := envelope(t, &stMsg)
 	// The enrollment connection's "offline" may still be on its way.
-	for b := recv(t, status); string(b) != string(st); b = recv(t, status) {
-		if !strings.Contains(string(b), `"offline"`) {
-			t.Fatalf("NATS status %s", b)
+	for b := recv(t, status); string(b) != string(want); b = recv(t, status) {
+		if !strings.Contains(string(b), `"offline"`) || !strings.Contains(string(b), `"gateway":"`+e.gw.Name()+`"`) {
+			t.Fatalf("NATS status %s, want %s", b, want)
 		}
 	}
 

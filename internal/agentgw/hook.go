@@ -30,6 +30,11 @@ type hook struct {
 	creds CredentialStore
 	bus   Messenger
 	log   *slog.Logger
+	// name is the gateway's name, stamped on every status it forwards.
+	name string
+	// disconnect ends a client's connection with a DISCONNECT reason
+	// (the broker's DisconnectClient, set once it exists).
+	disconnect func(cl *mqtt.Client, code packets.Code) error
 	// sessions maps a connected agent id to the secret hash it
 	// authenticated with, for revalidation.
 	sessions sync.Map
@@ -124,43 +129,55 @@ func (h *hook) OnPublish(cl *mqtt.Client, pk packets.Packet) (out packets.Packet
 	}
 	if pk.FixedHeader.Retain {
 		// The broker keeps nothing (RetainAvailable 0); an agent never
-		// retains, so a retained message is not forwarded either.
-		h.log.Warn("agent message refused: retained", "agent_id", id, "channel", ch)
-		return pk, packets.ErrRetainNotSupported
+		// retains, so a retained message is not forwarded either. MQTT 5
+		// makes it a protocol error answered with DISCONNECT 0x9A (0x9A is
+		// no PUBACK reason: a client library rejects such a PUBACK).
+		h.log.Warn("agent message refused: retained; disconnecting it", "agent_id", id, "channel", ch)
+		if h.disconnect != nil {
+			_ = h.disconnect(cl, packets.ErrRetainNotSupported)
+		}
+		return pk, packets.ErrRejectPacket
 	}
-	if err := checkPayload(ch, pk.Payload); err != nil {
+	payload, err := h.checkPayload(ch, pk.Payload)
+	if err != nil {
 		h.log.Warn("agent message refused", "agent_id", id, "channel", ch, "err", err)
 		return pk, packets.ErrPayloadFormatInvalid
 	}
-	if err := h.bus.PublishAgent(id, string(ch), pk.Payload); err != nil {
+	if err := h.bus.PublishAgent(id, string(ch), payload); err != nil {
 		h.log.Error("agent message not forwarded", "agent_id", id, "channel", ch, "err", err)
-		return pk, packets.ErrServerUnavailable
+		// 0x80 (unspecified error): 0x88 "server unavailable" is no
+		// PUBACK reason code. The agent sends it again.
+		return pk, packets.ErrUnspecifiedError
 	}
 	return pk, packets.CodeSuccessIgnore
 }
 
-func checkPayload(ch agentproto.Channel, b []byte) error {
+// checkPayload validates a message for its channel and returns what is
+// forwarded: the payload as sent, except that a status carries this
+// gateway's name (an agent cannot claim another gateway).
+func (h *hook) checkPayload(ch agentproto.Channel, b []byte) ([]byte, error) {
 	if ch == agentproto.ChannelInv {
 		if !json.Valid(b) {
-			return fmt.Errorf("inventory is not JSON")
+			return nil, fmt.Errorf("inventory is not JSON")
 		}
-		return nil
+		return b, nil
 	}
 	m, err := agentproto.Decode(b)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	switch m.(type) {
+	switch m := m.(type) {
 	case *agentproto.Accepted, *agentproto.Output, *agentproto.Progress, *agentproto.Result:
 		if ch == agentproto.ChannelRes {
-			return nil
+			return b, nil
 		}
 	case *agentproto.Status:
 		if ch == agentproto.ChannelStatus {
-			return nil
+			m.Gateway = h.name
+			return agentproto.Encode(m)
 		}
 	}
-	return fmt.Errorf("message type not allowed on %s", ch)
+	return nil, fmt.Errorf("message type not allowed on %s", ch)
 }
 
 func (h *hook) OnSessionEstablished(cl *mqtt.Client, _ packets.Packet) {
@@ -186,7 +203,7 @@ func (h *hook) OnDisconnect(cl *mqtt.Client, err error, _ bool) {
 	h.sessions.Delete(cl.ID)
 	h.log.Info("agent disconnected", "agent_id", cl.ID, "err", err)
 	st := agentproto.Status{Header: agentproto.NewHeader(agentproto.TypeStatus, agentproto.NewID()),
-		State: agentproto.StateOffline, Time: time.Now().UTC().Format(time.RFC3339)}
+		State: agentproto.StateOffline, Time: time.Now().UTC().Format(time.RFC3339), Gateway: h.name}
 	if b, merr := agentproto.Encode(&st); merr == nil {
 		if perr := h.bus.PublishAgent(cl.ID, string(agentproto.ChannelStatus), b); perr != nil {
 			h.log.Debug("offline status not published", "agent_id", cl.ID, "err", perr)

@@ -224,9 +224,14 @@ func TestHostileClients(t *testing.T) {
 		if err := r.send(publishPacket(agentproto.Topic(b, agentproto.ChannelStatus), 1, true, 1, st)); err != nil {
 			t.Fatal(err)
 		}
+		// MQTT 5: a retained publish where Retain Available is 0 is a
+		// protocol error, answered with DISCONNECT 0x9A.
 		p, err := r.read()
-		if pa, ok := p.Content.(*ppk.Puback); err == nil && (!ok || pa.ReasonCode < 0x80) {
-			t.Errorf("retained publish accepted: %v", p)
+		if d, ok := p.Content.(*ppk.Disconnect); err != nil || !ok || d.ReasonCode != 0x9a {
+			t.Errorf("retained publish: %v %v, want DISCONNECT 0x9a", p, err)
+		}
+		if !r.closedWithin(30 * time.Second) {
+			t.Error("connection left open after the retained publish")
 		}
 		if n := e.gw.srv.Info.Retained; n != 0 {
 			t.Errorf("%d retained messages kept", n)

@@ -440,3 +440,76 @@ func (f *Fleet) Close() {
 	}
 	wg.Wait()
 }
+
+// OnHost runs a simulated agent on the simulated host h the way lcm-agent
+// runs under systemd: connected while the host is up; when the host
+// reboots (its boot counter moves) the connection drops at once, as the
+// machine goes down, and the agent connects again once the host is back.
+// It ends with ctx.
+type OnHost struct {
+	dials atomic.Int32
+	done  chan struct{}
+}
+
+// Dials counts the connections made so far (1 + one per reboot).
+func (h *OnHost) Dials() int { return int(h.dials.Load()) }
+
+// Done is closed when RunOnHost has returned.
+func (h *OnHost) Done() <-chan struct{} { return h.done }
+
+// RunOnHost connects a on host h (answering with FleetResponder unless a
+// has its own Respond) until ctx ends. The first connection is made
+// before it returns.
+func RunOnHost(ctx context.Context, o *Options, a Agent, host *fleetsim.Instance) (*OnHost, error) {
+	if a.Respond == nil {
+		a.Respond = FleetResponder(host)
+	}
+	c, err := Dial(ctx, o, a)
+	if err != nil {
+		return nil, err
+	}
+	h := &OnHost{done: make(chan struct{})}
+	h.dials.Add(1)
+	go func() {
+		defer close(h.done)
+		const poll = 20 * time.Millisecond
+		boots := host.Boots()
+		for {
+			// Up: until ctx ends or the host reboots.
+			for c != nil && host.Boots() == boots {
+				select {
+				case <-ctx.Done():
+					c.Close()
+					return
+				case <-c.Done():
+					c = nil // dropped by the gateway; redial below
+				case <-time.After(poll):
+				}
+			}
+			if c != nil {
+				c.Close() // the machine went down
+				c = nil
+			}
+			boots = host.Boots()
+			// Down, then up again: the agent starts with the host.
+			for host.Down() || c == nil {
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(poll):
+				}
+				if host.Down() {
+					continue
+				}
+				dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+				nc, err := Dial(dctx, o, a)
+				cancel()
+				if err == nil {
+					c = nc
+					h.dials.Add(1)
+				}
+			}
+		}
+	}()
+	return h, nil
+}

@@ -24,6 +24,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -270,21 +271,69 @@ func userID(p *domain.Principal) string {
 	return p.UserID
 }
 
+// bindingPayload is the payload of a single-run approval: the binding
+// Check matches runs against, and what approvers are shown.
+type bindingPayload struct {
+	Subject string         `json:"subject"`
+	Targets []string       `json:"targets"`
+	Action  string         `json:"action"`
+	Detail  map[string]any `json:"detail,omitempty"`
+}
+
+// BoundTargets returns the server ids a single-run approval is bound to
+// (nil for another kind of approval), for the kinds' visibility checks.
+func BoundTargets(a domain.Approval) []string {
+	var b bindingPayload
+	if json.Unmarshal(a.Payload, &b) != nil {
+		return nil
+	}
+	return b.Targets
+}
+
+func (b bindingPayload) matches(o bindingPayload) bool {
+	return b.Action == o.Action && slices.Equal(b.Targets, o.Targets)
+}
+
 // Check is the single-use gate of runs that need approval (a schedule's
-// run, a custom action's run; automation.Approvals): an approved approval
-// of kind on subjectID is consumed and the run may go (nil); a pending one
-// makes the run wait (conflict approval_pending naming it); with neither,
-// an approval is requested on behalf of requester (nil: the scheduler) and
-// the run waits for it. Approving lets exactly one run through; the next
-// run asks again. kind must be registered.
-func (s *Service) Check(ctx context.Context, kind, subjectID string, requester *domain.Principal, summary string) error {
+// run, a custom action's run; automation.Approvals). An approval is bound
+// to its requester and to bind (the exact target set and action):
+//
+//   - an approved approval of kind on subjectID requested by the same
+//     requester for the same binding is consumed and the run may go (nil);
+//   - a pending one with the same requester and binding makes the run wait
+//     (conflict approval_pending naming it);
+//   - otherwise an approval is requested on behalf of requester (nil: the
+//     system) and the run waits for it; the requester's pending approvals
+//     of this subject for another binding are withdrawn (superseded).
+//
+// Approving lets exactly one run through; the next run asks again. A run
+// of another user, on other servers or with a changed action never uses
+// someone else's approval. kind must be registered.
+func (s *Service) Check(ctx context.Context, kind, subjectID string, requester *domain.Principal, summary string, bind domain.ApprovalBinding) error {
+	want := bindingPayload{Subject: summary, Targets: slices.Clone(bind.Targets), Action: bind.Action, Detail: bind.Detail}
+	if want.Targets == nil {
+		want.Targets = []string{}
+	}
+	slices.Sort(want.Targets)
+	want.Targets = slices.Compact(want.Targets)
 	open, err := s.store.OpenApprovals(ctx, kind, subjectID)
 	if err != nil {
 		return err
 	}
 	now := s.now()
+	uid := userID(requester)
+	mine := func(a domain.Approval) (bool, bool) {
+		if a.RequestedBy != uid {
+			return false, false
+		}
+		var got bindingPayload
+		if json.Unmarshal(a.Payload, &got) != nil {
+			return true, false
+		}
+		return true, got.matches(want)
+	}
 	for _, a := range open {
-		if a.Status != domain.ApprovalApproved {
+		if own, same := mine(a); a.Status != domain.ApprovalApproved || !own || !same {
 			continue
 		}
 		ok, err := s.store.UseApproval(ctx, a.ID)
@@ -293,17 +342,29 @@ func (s *Service) Check(ctx context.Context, kind, subjectID string, requester *
 		}
 		if ok {
 			audit.Append(ctx, s.store, s.log, requester, store.AuditEntry{Action: "approvals.use", Target: audit.Target("approval", a.ID),
-				Details: map[string]any{"kind": kind, "ref_id": subjectID}})
+				Details: map[string]any{"kind": kind, "ref_id": subjectID, "targets": len(want.Targets)}})
 			return nil
 		}
 	}
 	for _, a := range open {
-		if a.Status == domain.ApprovalPending && now.Before(a.ExpiresAt) {
+		if a.Status != domain.ApprovalPending || !now.Before(a.ExpiresAt) {
+			continue
+		}
+		own, same := mine(a)
+		switch {
+		case own && same:
 			return domain.Conflict("approval_pending", fmt.Sprintf("waiting for a second person to approve (approval %s, requested %s)",
 				a.ID, a.CreatedAt.UTC().Format(time.RFC3339)))
+		case own:
+			// The requester now asks for other servers or another action:
+			// the old request is moot.
+			if ok, err := s.store.DecideApproval(ctx, a.ID, domain.ApprovalRejected, "", "superseded: a new request of the same user for another target set or action", now); err == nil && ok {
+				audit.Append(ctx, s.store, s.log, requester, store.AuditEntry{Action: "approvals.supersede", Target: audit.Target("approval", a.ID),
+					Details: map[string]any{"kind": kind, "ref_id": subjectID}})
+			}
 		}
 	}
-	a, err := s.Request(ctx, requester, kind, subjectID, summary, map[string]any{"subject": summary})
+	a, err := s.Request(ctx, requester, kind, subjectID, summary, want)
 	if err != nil {
 		return err
 	}

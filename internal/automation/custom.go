@@ -2,6 +2,9 @@ package automation
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -20,6 +23,14 @@ type CustomActionInput struct {
 	Description      *string
 	Commands         *[]string
 	RequiresApproval *bool
+}
+
+// CommandsDigest identifies a command list (an approval of a custom action
+// run is for exactly these commands: an edit needs a new approval).
+func CommandsDigest(commands []string) string {
+	raw, _ := json.Marshal(commands)
+	sum := sha256.Sum256(raw)
+	return "commands:" + hex.EncodeToString(sum[:])
 }
 
 // adminOnly: custom actions run as root, so only admins edit them.
@@ -127,13 +138,8 @@ func (s *Service) RunCustomAction(ctx context.Context, p *domain.Principal, id s
 			return domain.BulkRun{}, err
 		}
 	}
-	if a.RequiresApproval {
-		if s.o.Approvals == nil {
-			return domain.BulkRun{}, domain.Conflict("approval_unavailable", "this custom action requires approval and no approvals service is configured")
-		}
-		if err := s.o.Approvals.Check(ctx, "custom-action-run", a.ID, p, a.Name); err != nil {
-			return domain.BulkRun{}, err
-		}
+	if a.RequiresApproval && s.o.Approvals == nil {
+		return domain.BulkRun{}, domain.Conflict("approval_unavailable", "this custom action requires approval and no approvals service is configured")
 	}
 	sc := store.ScopeOf(p)
 	targets, missing, err := s.o.Store.BulkTargets(ctx, sc, t.ServerIDs, t.GroupID, false)
@@ -147,8 +153,18 @@ func (s *Service) RunCustomAction(ctx context.Context, p *domain.Principal, id s
 		return domain.BulkRun{}, domain.Invalid("no_servers", "the target holds no servers")
 	}
 	ids := make([]string, len(targets))
+	names := make([]string, len(targets))
 	for i, tg := range targets {
-		ids[i] = tg.ID
+		ids[i], names[i] = tg.ID, tg.Name
+	}
+	if a.RequiresApproval {
+		// The approval is for this requester, exactly these servers and
+		// exactly these commands.
+		bind := domain.ApprovalBinding{Targets: ids, Action: CommandsDigest(a.Commands),
+			Detail: map[string]any{"custom_action": a.Name, "commands": a.Commands, "servers": names, "group_id": t.GroupID}}
+		if err := s.o.Approvals.Check(ctx, ApprovalCustomActionRun, a.ID, p, a.Name, bind); err != nil {
+			return domain.BulkRun{}, err
+		}
 	}
 	var refused []domain.BulkItem
 	var list []jobs.BulkJob

@@ -2,6 +2,9 @@ package automation
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -77,7 +80,8 @@ func (s *Service) fire(ctx context.Context, sch domain.Schedule, now time.Time) 
 	slot := *sch.NextRunAt
 	// A slot missed by more than a minute (all replicas down) is not
 	// made up: its run is recorded as skipped so the history says so.
-	run, start := s.newRun(sch, "cron", "cron:"+slot.UTC().Format(time.RFC3339), now)
+	// A cron run is requested in the name of the schedule's last editor.
+	run, start := s.newRun(ctx, sch, "cron", "cron:"+slot.UTC().Format(time.RFC3339), now, s.editorOf(ctx, sch), "")
 	if now.Sub(slot) > time.Minute {
 		run.Status, run.Reason, start = RunSkipped, fmt.Sprintf("missed: due at %s while no replica was scheduling", slot.Format(time.RFC3339)), false
 		run.FinishedAt = &now
@@ -95,13 +99,46 @@ func (s *Service) fire(ctx context.Context, sch domain.Schedule, now time.Time) 
 	return nil
 }
 
-// newRun builds a run of sch at now, deciding on its windows: a run
-// outside the schedule's or the group's window waits for it or is skipped
-// (the schedule's outside_window). start reports whether to run it now.
-func (s *Service) newRun(sch domain.Schedule, trigger, slot string, now time.Time) (domain.ScheduleRun, bool) {
+// editorOf is the principal a cron run of sch is requested by: the
+// schedule's last editor (its creator before any edit); nil (the system)
+// when neither is known.
+func (s *Service) editorOf(ctx context.Context, sch domain.Schedule) *domain.Principal {
+	id := sch.UpdatedBy
+	if id == "" {
+		id = sch.CreatedBy
+	}
+	if id == "" {
+		return nil
+	}
+	p := &domain.Principal{UserID: id, Username: "(deleted user " + id + ")"}
+	if u, err := s.o.Store.GetUser(ctx, id); err == nil {
+		p.Username = u.Username
+	}
+	return p
+}
+
+// newRun builds a run of sch at now for requester, deciding on approval
+// and on its windows: a schedule that requires approval runs only with an
+// approval bound to the requester, the group's servers and the rules; a
+// run outside the schedule's or the group's window waits for it or is
+// skipped (the schedule's outside_window). onlyRule runs just that rule
+// (a rule triggered now). start reports whether to run it now.
+func (s *Service) newRun(ctx context.Context, sch domain.Schedule, trigger, slot string, now time.Time, requester *domain.Principal, onlyRule string) (domain.ScheduleRun, bool) {
 	run := domain.ScheduleRun{ID: uuid.NewString(), ScheduleID: sch.ID, GroupID: sch.GroupID, Trigger: trigger, SlotKey: slot,
 		DueAt: now, CreatedAt: now, Status: RunRunning, Owner: s.o.Owner, Heartbeat: &now}
-	for _, st := range enabledRules(sch) {
+	if requester != nil {
+		run.RequestedBy = requester.UserID
+	}
+	rules := enabledRules(sch)
+	if onlyRule != "" {
+		rules = nil
+		for _, r := range sch.Rules {
+			if r.ID == onlyRule {
+				rules = append(rules, r)
+			}
+		}
+	}
+	for _, st := range rules {
 		run.Steps = append(run.Steps, domain.RunStep{RuleID: st.ID, Type: st.Type, Status: stepPending, Items: []domain.RunStepItem{}})
 	}
 	if sch.RequiresApproval {
@@ -110,7 +147,11 @@ func (s *Service) newRun(sch domain.Schedule, trigger, slot string, now time.Tim
 			run.FinishedAt = &now
 			return run, false
 		}
-		if err := s.o.Approvals.Check(context.Background(), "schedule-run", sch.ID, nil, sch.Name); err != nil {
+		bind, err := s.scheduleBinding(ctx, sch, rules, onlyRule)
+		if err == nil {
+			err = s.o.Approvals.Check(ctx, ApprovalScheduleRun, sch.ID, requester, sch.Name, bind)
+		}
+		if err != nil {
 			run.Status, run.Reason = RunSkipped, "approval: "+err.Error()
 			run.FinishedAt = &now
 			return run, false
@@ -170,15 +211,72 @@ func enabledRules(sch domain.Schedule) []domain.Rule {
 	return out
 }
 
-// TriggerNow starts a run of a visible schedule at once (its windows
-// still apply).
+// scheduleBinding is what an approval of a run of sch is for: the group's
+// servers now and the rules that run (id, type, params, order).
+func (s *Service) scheduleBinding(ctx context.Context, sch domain.Schedule, rules []domain.Rule, onlyRule string) (domain.ApprovalBinding, error) {
+	all, err := s.o.Store.GroupTargets(ctx, sch.GroupID)
+	if err != nil {
+		return domain.ApprovalBinding{}, err
+	}
+	b := domain.ApprovalBinding{Targets: make([]string, len(all))}
+	for i, t := range all {
+		b.Targets[i] = t.ID
+	}
+	type ruleKey struct {
+		ID     string            `json:"id"`
+		Type   string            `json:"type"`
+		Params domain.RuleParams `json:"params"`
+	}
+	keys := make([]ruleKey, len(rules))
+	types := make([]string, len(rules))
+	for i, r := range rules {
+		keys[i], types[i] = ruleKey{ID: r.ID, Type: r.Type, Params: r.Params}, r.Type
+	}
+	raw, _ := json.Marshal(struct {
+		Only  string    `json:"only,omitempty"`
+		Rules []ruleKey `json:"rules"`
+	}{onlyRule, keys})
+	sum := sha256.Sum256(raw)
+	b.Action = "schedule-rules:" + hex.EncodeToString(sum[:])
+	b.Detail = map[string]any{"schedule": sch.Name, "group_id": sch.GroupID, "rules": types, "servers": len(b.Targets)}
+	if onlyRule != "" {
+		b.Detail["rule_id"] = onlyRule
+	}
+	return b, nil
+}
+
+// TriggerNow starts a run of a visible schedule at once, requested by p
+// (its windows and its approval requirement still apply).
 func (s *Service) TriggerNow(ctx context.Context, p *domain.Principal, id string) (domain.ScheduleRun, error) {
 	sch, err := s.GetSchedule(ctx, p, id)
 	if err != nil {
 		return domain.ScheduleRun{}, err
 	}
 	now := s.now()
-	run, start := s.newRun(sch, "manual", "manual:"+uuid.NewString(), now)
+	run, start := s.newRun(ctx, sch, "manual", "manual:"+uuid.NewString(), now, p, "")
+	if _, err := s.o.Store.CreateRun(ctx, run); err != nil {
+		return domain.ScheduleRun{}, err
+	}
+	if start {
+		s.start(run.ID)
+	}
+	return run, nil
+}
+
+// TriggerRule starts a run of one visible rule of a schedule at once,
+// requested by p: the rule alone, even when it is disabled (the request
+// names it), with the schedule's windows and approval requirement.
+func (s *Service) TriggerRule(ctx context.Context, p *domain.Principal, ruleID string) (domain.ScheduleRun, error) {
+	r, err := s.getRule(ctx, p, ruleID)
+	if err != nil {
+		return domain.ScheduleRun{}, err
+	}
+	sch, err := s.GetSchedule(ctx, p, r.ScheduleID)
+	if err != nil {
+		return domain.ScheduleRun{}, err
+	}
+	now := s.now()
+	run, start := s.newRun(ctx, sch, "rule", "rule:"+uuid.NewString(), now, p, r.ID)
 	if _, err := s.o.Store.CreateRun(ctx, run); err != nil {
 		return domain.ScheduleRun{}, err
 	}
@@ -254,7 +352,7 @@ func (s *Service) execute(ctx context.Context, id string) error {
 			step.Status, step.Reason = RunSkipped, "the rule was removed"
 			continue
 		}
-		if err := s.runStep(ctx, sch, rule, step, save); err != nil {
+		if err := s.runStep(ctx, sch, rule, step, run.RequestedBy, save); err != nil {
 			return err
 		}
 		failed = failed || step.Status == RunFailed
@@ -308,7 +406,7 @@ func (s *Service) ruleJob(ctx context.Context, r domain.Rule) (domain.JobKind, a
 }
 
 // runStep runs one rule over the group's servers and waits for its jobs.
-func (s *Service) runStep(ctx context.Context, sch domain.Schedule, rule domain.Rule, step *domain.RunStep, save func() error) error {
+func (s *Service) runStep(ctx context.Context, sch domain.Schedule, rule domain.Rule, step *domain.RunStep, by string, save func() error) error {
 	if step.Status == RunSuccess || step.Status == RunFailed || step.Status == RunSkipped {
 		return nil
 	}
@@ -351,8 +449,11 @@ func (s *Service) runStep(ctx context.Context, sch domain.Schedule, rule domain.
 		for _, t := range targets {
 			list = append(list, jobs.BulkJob{Target: t.BulkTarget, Kind: kind, Params: params})
 		}
+		if by == "" {
+			by = sch.CreatedBy
+		}
 		br := domain.BulkRun{ID: step.BulkID, Action: "schedule:" + rule.Type, Kind: kind, Target: domain.BulkTargetGroup,
-			GroupID: sch.GroupID, CreatedBy: sch.CreatedBy}
+			GroupID: sch.GroupID, CreatedBy: by}
 		if len(list) == 0 {
 			step.Items, step.Status = items, RunSuccess
 			if len(items) > 0 {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/lcmproject/lcm/internal/approvals"
 	"github.com/lcmproject/lcm/internal/audit"
 	"github.com/lcmproject/lcm/internal/domain"
 	"github.com/lcmproject/lcm/internal/jobs"
@@ -41,10 +42,17 @@ const (
 // approval_unavailable (never run unapproved).
 type Approvals interface {
 	// Check returns nil when the subject (kind "schedule-run" or
-	// "custom-action-run", its id) may run now; an error (typically a
-	// conflict "approval_pending" naming the request) otherwise.
-	Check(ctx context.Context, kind, subjectID string, requester *domain.Principal, summary string) error
+	// "custom-action-run", its id) may run now for requester, on exactly
+	// bind's servers with bind's action; an error (typically a conflict
+	// "approval_pending" naming the request) otherwise.
+	Check(ctx context.Context, kind, subjectID string, requester *domain.Principal, summary string, bind domain.ApprovalBinding) error
 }
+
+// Approval kinds of automation.
+const (
+	ApprovalScheduleRun     = "schedule-run"
+	ApprovalCustomActionRun = "custom-action-run"
+)
 
 // Options configure the service.
 type Options struct {
@@ -252,15 +260,29 @@ func (s *Service) DefineSchedule(ctx context.Context, p *domain.Principal, group
 	return s.o.Store.CreateSchedule(ctx, sch)
 }
 
+// ErrApprovalOffNeedsAdmin: only an administrator may switch a schedule's
+// approval requirement off (otherwise the person whose runs need a second
+// person could simply drop the second person).
+var ErrApprovalOffNeedsAdmin = &domain.Error{Kind: domain.ErrForbidden, Code: "admin_required",
+	Message: "only an administrator may switch off requires_approval (four eyes)"}
+
 // UpdateSchedule changes a visible schedule; a changed cron or zone
-// recomputes the next run.
+// recomputes the next run. p becomes the schedule's last editor (its cron
+// runs are requested in p's name). Switching requires_approval off needs
+// an administrator.
 func (s *Service) UpdateSchedule(ctx context.Context, p *domain.Principal, id string, in ScheduleInput) (domain.Schedule, error) {
 	sch, err := s.GetSchedule(ctx, p, id)
 	if err != nil {
 		return domain.Schedule{}, err
 	}
+	if sch.RequiresApproval && in.RequiresApproval != nil && !*in.RequiresApproval && !p.IsAdmin() {
+		return domain.Schedule{}, ErrApprovalOffNeedsAdmin
+	}
 	if err := in.apply(&sch); err != nil {
 		return domain.Schedule{}, err
+	}
+	if p != nil {
+		sch.UpdatedBy = p.UserID
 	}
 	sch.NextRunAt = nextRun(sch, s.now())
 	return s.o.Store.SaveSchedule(ctx, sch)
@@ -308,7 +330,19 @@ func (s *Service) DefineRule(ctx context.Context, p *domain.Principal, groupID s
 	if err := s.applyRule(ctx, &r, in); err != nil {
 		return domain.Rule{}, err
 	}
-	return s.o.Store.CreateRule(ctx, r)
+	r, err = s.o.Store.CreateRule(ctx, r)
+	if err != nil {
+		return r, err
+	}
+	return r, s.touch(ctx, p, sch.ID)
+}
+
+// touch makes p the last editor of a schedule whose rules p changed.
+func (s *Service) touch(ctx context.Context, p *domain.Principal, scheduleID string) error {
+	if p == nil {
+		return nil
+	}
+	return s.o.Store.TouchSchedule(ctx, scheduleID, p.UserID)
 }
 
 func (s *Service) applyRule(ctx context.Context, r *domain.Rule, in RuleInput) error {
@@ -358,7 +392,16 @@ func (s *Service) UpdateRule(ctx context.Context, p *domain.Principal, id string
 	if err := s.applyRule(ctx, &r, in); err != nil {
 		return domain.Rule{}, err
 	}
-	return s.o.Store.SaveRule(ctx, r)
+	r, err = s.o.Store.SaveRule(ctx, r)
+	if err != nil {
+		return r, err
+	}
+	return r, s.touch(ctx, p, r.ScheduleID)
+}
+
+// SetRuleEnabled enables or disables a visible rule.
+func (s *Service) SetRuleEnabled(ctx context.Context, p *domain.Principal, id string, on bool) (domain.Rule, error) {
+	return s.UpdateRule(ctx, p, id, RuleInput{Enabled: &on})
 }
 
 func (s *Service) getRule(ctx context.Context, p *domain.Principal, id string) (domain.Rule, error) {
@@ -375,7 +418,29 @@ func (s *Service) RemoveRule(ctx context.Context, p *domain.Principal, id string
 	if err != nil {
 		return domain.Rule{}, err
 	}
-	return r, s.o.Store.DeleteRule(ctx, id)
+	if err := s.o.Store.DeleteRule(ctx, id); err != nil {
+		return r, err
+	}
+	return r, s.touch(ctx, p, r.ScheduleID)
+}
+
+// ScheduleApprovalVisible reports whether p may see (and so decide) an
+// approval of a schedule's run: p must see the schedule's group.
+func (s *Service) ScheduleApprovalVisible(ctx context.Context, p *domain.Principal, a domain.Approval) bool {
+	_, err := s.GetSchedule(ctx, p, a.RefID)
+	return err == nil
+}
+
+// CustomActionApprovalVisible reports whether p may see (and so decide)
+// an approval of a custom action's run: every server it is bound to must
+// be in p's groups.
+func (s *Service) CustomActionApprovalVisible(ctx context.Context, p *domain.Principal, a domain.Approval) bool {
+	ids := approvals.BoundTargets(a)
+	if len(ids) == 0 {
+		return p.IsAdmin()
+	}
+	_, missing, err := s.o.Store.BulkTargets(ctx, store.ScopeOf(p), ids, "", false)
+	return err == nil && len(missing) == 0
 }
 
 // History returns a visible schedule's newest runs.

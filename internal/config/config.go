@@ -21,6 +21,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/lcmproject/lcm/pkg/agentproto"
 )
 
 // MinJWTSecretLen is the spec's minimum: shorter secrets are refused on load
@@ -51,8 +53,13 @@ type Config struct {
 	Port      int    `json:"port"`
 	AgentHost string `json:"agent_host"`
 	AgentPort int    `json:"agent_port"`
-	MCPHost   string `json:"mcp_host"`
-	MCPPort   int    `json:"mcp_port"`
+	// AgentGateways are separately run lcm-agentgw processes: the URL
+	// agents connect to and the certificate fingerprint they pin. When set,
+	// agent tokens name one of them instead of this process's agent
+	// listener (which may then be off: agent_port 0).
+	AgentGateways []AgentGateway `json:"agent_gateways,omitempty"`
+	MCPHost       string         `json:"mcp_host"`
+	MCPPort       int            `json:"mcp_port"`
 	// MetricsHost:MetricsPort serves Prometheus metrics on /metrics (plain
 	// HTTP, no authentication: keep it on loopback or a monitoring
 	// network); port 0, the default, means off.
@@ -99,6 +106,21 @@ type NATSConfig struct {
 	// AgentGateways are the remote lcm-agentgw accounts of a listening
 	// embedded NATS, limited to agent subjects and the agent bucket.
 	AgentGateways []NATSAccount `json:"agent_gateways,omitempty"`
+}
+
+// AgentGateway is one separately run lcm-agentgw as agents reach it.
+type AgentGateway struct {
+	// Name identifies the gateway (its -name flag; default: the URL's
+	// host); the agent state shows it.
+	Name string `json:"name,omitempty"`
+	// URL is wss://host:port/mqtt as the agents reach it.
+	URL string `json:"url"`
+	// TLSFingerprintSHA256 is the SHA-256 of the gateway's certificate
+	// (hex, colons allowed; lcm-agentgw logs it at start).
+	TLSFingerprintSHA256 string `json:"tls_fingerprint_sha256"`
+	// Segments limits the gateway to agent servers of these segments;
+	// empty: every segment.
+	Segments []string `json:"segments,omitempty"`
 }
 
 // NATSAccount is a NATS user and password.
@@ -497,6 +519,29 @@ func (c *Config) Validate() error {
 		if g.User == "" || g.Password == "" {
 			bad(fmt.Sprintf("nats.agent_gateways[%d]", i), "needs user and password")
 		}
+	}
+	names := map[string]bool{}
+	for i := range c.AgentGateways {
+		g := &c.AgentGateways[i]
+		key := fmt.Sprintf("agent_gateways[%d]", i)
+		u, err := url.Parse(g.URL)
+		if err != nil || u.Scheme != "wss" || u.Hostname() == "" || u.Path != "/mqtt" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+			bad(key+".url", "must be wss://host:port/mqtt, is %q", g.URL)
+			continue
+		}
+		fp := agentproto.NormalizeFingerprint(g.TLSFingerprintSHA256)
+		if fp == "" {
+			bad(key+".tls_fingerprint_sha256", "must be the SHA-256 of the gateway's certificate (64 hex digits; lcm-agentgw logs it as tls_sha256)")
+			continue
+		}
+		g.TLSFingerprintSHA256 = fp
+		if g.Name == "" {
+			g.Name = u.Host
+		}
+		if names[g.Name] {
+			bad(key+".name", "%q is used by two gateways", g.Name)
+		}
+		names[g.Name] = true
 	}
 	if u := c.Updates.FeedURL; u != "" {
 		if pu, err := url.Parse(u); err != nil || (pu.Scheme != "https" && pu.Scheme != "http") || pu.Host == "" {

@@ -21,6 +21,11 @@ type AgentState struct {
 	LastSeenAt *time.Time
 	Version    string
 	Hostname   string
+	// Gateway is the name of the gateway the agent is (or was last)
+	// connected to, as that gateway reports itself; Capability the
+	// protocol capability version the agent speaks (agentproto `v`).
+	Gateway    string
+	Capability int
 }
 
 // Online reports whether the agent is connected and was heard from within

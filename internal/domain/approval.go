@@ -16,6 +16,20 @@ const (
 	ApprovalUsed = "used"
 )
 
+// ApprovalBinding is what one approval of a single run allows: its
+// requester running exactly this action on exactly these servers. A run
+// with another requester, another target set or a changed action needs an
+// approval of its own.
+type ApprovalBinding struct {
+	// Targets are the ids of the servers the run touches (any order).
+	Targets []string
+	// Action identifies what runs (e.g. a digest of a custom action's
+	// commands or of a schedule's rules).
+	Action string
+	// Detail is shown to approvers (names, commands, rules).
+	Detail map[string]any
+}
+
 // Approval is a request that a second person holding Permission approves
 // an action (four eyes): Kind names the action ("rollout", later
 // "schedule", "custom-action"), RefID the object waiting for it, Payload

@@ -28,9 +28,12 @@ type Schedule struct {
 	LastRunAt        *time.Time
 	NextRunAt        *time.Time
 	CreatedBy        string
-	CreatedAt        time.Time
-	UpdatedAt        time.Time
-	Rules            []Rule
+	// UpdatedBy is the last user who changed the schedule or a rule of it:
+	// cron runs are requested in that user's name (approvals).
+	UpdatedBy string
+	CreatedAt time.Time
+	UpdatedAt time.Time
+	Rules     []Rule
 }
 
 // Rule is one step of a schedule.
@@ -57,7 +60,7 @@ type ScheduleRun struct {
 	ID         string
 	ScheduleID string
 	GroupID    string
-	Trigger    string // cron, manual
+	Trigger    string // cron, manual, rule (one rule triggered now)
 	Status     string // waiting, running, success, failed, skipped
 	Reason     string
 	SlotKey    string
@@ -68,7 +71,10 @@ type ScheduleRun struct {
 	StartedAt  *time.Time
 	FinishedAt *time.Time
 	CreatedAt  time.Time
-	Steps      []RunStep
+	// RequestedBy is the user the run is for: who triggered it, or for a
+	// cron run the schedule's last editor ("" for the system).
+	RequestedBy string
+	Steps       []RunStep
 }
 
 // RunStep is one rule's part of a run.

@@ -1,6 +1,9 @@
 package domain
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Rollout statuses. A rollout is driven by the leader replica while
 // running; every other status is at rest.
@@ -68,6 +71,10 @@ type Rollout struct {
 	CurrentBatch int // index of the batch being run (== Batches when done)
 	NextAt       time.Time
 	ApprovalID   string
+	// ActionParams are the job params frozen at creation for an action
+	// that can change later (a custom action's commands); nil for the
+	// built-in actions.
+	ActionParams json.RawMessage
 	CreatedBy    string
 	CreatedAt    time.Time
 	UpdatedAt    time.Time

@@ -3,8 +3,11 @@ package fleet
 import (
 	"context"
 	"errors"
+	"fmt"
+	"hash/fnv"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -25,7 +28,39 @@ type AgentConfig struct {
 	// Fingerprint the SHA-256 of the certificate it presents.
 	Port        int
 	Fingerprint string
-	Dist        *agentdist.Dist
+	// Gateways are separately run lcm-agentgw processes (config
+	// agent_gateways). When set, tokens name one of them — among those
+	// serving the server's segment, spread by server id — instead of
+	// the agent listener above.
+	Gateways []AgentGateway
+	Dist     *agentdist.Dist
+}
+
+// AgentGateway is a separately run gateway as agents reach it.
+type AgentGateway struct {
+	Name        string
+	URL         string
+	Fingerprint string
+	// Segments it serves; empty: all.
+	Segments []string
+}
+
+// pick returns the gateway a server's agent is sent to: one serving its
+// segment, the same one for the same server (FNV of its id), so tokens
+// of a fleet spread evenly over equal gateways.
+func pickGateway(gws []AgentGateway, serverID, segment string) (AgentGateway, bool) {
+	var ok []AgentGateway
+	for _, g := range gws {
+		if len(g.Segments) == 0 || slices.Contains(g.Segments, segment) {
+			ok = append(ok, g)
+		}
+	}
+	if len(ok) == 0 {
+		return AgentGateway{}, false
+	}
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(serverID))
+	return ok[int(h.Sum32()%uint32(len(ok)))], true
 }
 
 // SetAgents enables agent servers.
@@ -34,7 +69,7 @@ func (s *Service) SetAgents(c AgentConfig) { s.agents = &c }
 // ErrAgentsDisabled: the agent listener is off or the bus has no agent
 // bucket.
 var errAgentsDisabled = &domain.Error{Kind: domain.ErrConflict, Code: "agents_disabled",
-	Message: "the agent listener is disabled (agent_port is 0) or the agent gateway is unavailable"}
+	Message: "no agent gateway: the agent listener is disabled (agent_port is 0) and no agent_gateways are configured, or the agent credential bucket is unavailable"}
 
 // CreateAgentRequest describes a new server managed through lcm-agent.
 type CreateAgentRequest struct {
@@ -95,14 +130,27 @@ func (s *Service) IssueAgentToken(ctx context.Context, p *domain.Principal, id, 
 		return AgentToken{}, domain.Invalid("not_agent_server", "the server is managed over SSH, not through lcm-agent")
 	}
 	a := s.agents
-	if a == nil || a.Credentials == nil || a.Port == 0 || a.Fingerprint == "" {
+	if a == nil || a.Credentials == nil {
 		return AgentToken{}, errAgentsDisabled
 	}
-	if host == "" || strings.ContainsAny(host, "/?#@ ") {
-		return AgentToken{}, domain.Invalid("invalid_host", "the request names no usable host")
+	var gw, fp string
+	switch {
+	case len(a.Gateways) > 0:
+		g, ok := pickGateway(a.Gateways, srv.ID, srv.Segment)
+		if !ok {
+			return AgentToken{}, &domain.Error{Kind: domain.ErrConflict, Code: "no_agent_gateway",
+				Message: fmt.Sprintf("no configured agent gateway serves segment %q (agent_gateways[].segments)", srv.Segment)}
+		}
+		gw, fp = g.URL, g.Fingerprint
+	case a.Port != 0 && a.Fingerprint != "":
+		if host == "" || strings.ContainsAny(host, "/?#@ ") {
+			return AgentToken{}, domain.Invalid("invalid_host", "the request names no usable host")
+		}
+		gw, fp = (&url.URL{Scheme: "wss", Host: net.JoinHostPort(host, strconv.Itoa(a.Port)), Path: "/mqtt"}).String(), a.Fingerprint
+	default:
+		return AgentToken{}, errAgentsDisabled
 	}
-	gw := (&url.URL{Scheme: "wss", Host: net.JoinHostPort(host, strconv.Itoa(a.Port)), Path: "/mqtt"}).String()
-	token, agentID, err := agentgw.Enroll(ctx, a.Credentials, srv.ID, gw, a.Fingerprint)
+	token, agentID, err := agentgw.Enroll(ctx, a.Credentials, srv.ID, gw, fp)
 	if err != nil {
 		return AgentToken{}, err
 	}

@@ -66,8 +66,9 @@ func (m *AgentMonitor) HandleStatus(agentID string, data []byte) {
 	defer cancel()
 	online := st.State == agentproto.StateOnline
 	rep := store.AgentReport{AgentID: agentID, Connected: online, At: m.now()}
+	rep.Gateway = truncate(st.Gateway, 255)
 	if online {
-		rep.Version, rep.Hostname = truncate(st.AgentVersion, 128), truncate(st.Hostname, 255)
+		rep.Version, rep.Hostname, rep.Capability = truncate(st.AgentVersion, 128), truncate(st.Hostname, 255), st.V
 	}
 	serverID, changed, err := m.Store.RecordAgentState(ctx, rep)
 	if err != nil {
@@ -114,6 +115,88 @@ func (m *AgentMonitor) Sweep(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// Lease is a leader lease (*bus.Lease): of several lcm-api replicas only
+// the holder keeps the agent state.
+type Lease interface {
+	Acquire(ctx context.Context) (bool, error)
+	Renew(ctx context.Context) (bool, error)
+	Release(ctx context.Context) error
+}
+
+// SubscribeFunc starts delivering the gateways' status messages to fn
+// (bus.SubscribeAgents on the status channel); the returned func stops.
+type SubscribeFunc func(fn func(agentID string, data []byte)) (func() error, error)
+
+// RunLeader keeps the agent state on one replica only: while this replica
+// holds lease it subscribes to the status messages and sweeps every
+// sweepEvery; it renews (or tries to take) the lease every renewEvery and
+// unsubscribes when it loses it. So one disconnect or one silence counts
+// one failed contact however many replicas run, and messages are handled
+// in the order a single subscriber sees them. Messages published during a
+// handover are lost; the next heartbeat (30 s) restores the state, and
+// RecordAgentState's compare-and-set keeps an overlap from counting a
+// transition twice.
+func (m *AgentMonitor) RunLeader(ctx context.Context, lease Lease, sub SubscribeFunc, sweepEvery, renewEvery time.Duration) {
+	var unsub func() error
+	leader := false
+	stopLeading := func() {
+		if unsub != nil {
+			_ = unsub()
+			unsub = nil
+		}
+		leader = false
+	}
+	defer func() {
+		stopLeading()
+		rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = lease.Release(rctx)
+	}()
+	renew := time.NewTicker(renewEvery)
+	defer renew.Stop()
+	sweep := time.NewTicker(sweepEvery)
+	defer sweep.Stop()
+	for {
+		var ok bool
+		var err error
+		if leader {
+			ok, err = lease.Renew(ctx)
+		} else {
+			ok, err = lease.Acquire(ctx)
+		}
+		if err != nil && ctx.Err() == nil {
+			m.log().Warn("agent monitor lease", "err", err)
+		}
+		switch {
+		case ok && !leader:
+			u, serr := sub(m.HandleStatus)
+			if serr != nil {
+				m.log().Warn("agent state not tracked: subscribe failed", "err", serr)
+				_ = lease.Release(ctx)
+				break
+			}
+			unsub, leader = u, true
+			m.log().Info("agent monitor: this replica keeps the agent state")
+		case !ok && leader:
+			stopLeading()
+			m.log().Info("agent monitor: another replica keeps the agent state")
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-renew.C:
+		case <-sweep.C:
+			if leader {
+				safe.Do("agent sweep", func() {
+					if err := m.Sweep(ctx); err != nil && ctx.Err() == nil {
+						m.log().Warn("agent sweep failed", "err", err)
+					}
+				})
+			}
+		}
+	}
 }
 
 // Run sweeps every interval until ctx ends.

@@ -78,6 +78,10 @@ func (i *Instance) maySudo(user string) bool {
 	return i.state.sudoRules[user]
 }
 
+// Down reports whether the host is rebooting (its port refuses, and an
+// agent simulated on it is gone).
+func (i *Instance) Down() bool { return i.down() }
+
 // down reports whether the host is rebooting (its port refuses).
 func (i *Instance) down() bool {
 	i.mu.Lock()

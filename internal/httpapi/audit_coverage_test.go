@@ -434,6 +434,10 @@ func testEveryWriteRouteIsAudited(t *testing.T, dbURL string) {
 			return e.do(req{method: http.MethodPut, path: "/api/v1/settings/schedules", token: adm, body: map[string]any{"refresh_all": map[string]any{"spec": "0 3 * * *"}}}),
 				tgt(asAdmin, "settings:schedules")
 		}},
+		{"PUT /api/v1/settings/rollouts", func() (resp, expect) {
+			return e.do(req{method: http.MethodPut, path: "/api/v1/settings/rollouts", token: keyTok, body: map[string]any{"require_approval": false}}),
+				viaKey("settings:rollouts")
+		}},
 		{"PUT /api/v1/settings/mcp", func() (resp, expect) {
 			return e.do(req{method: http.MethodPut, path: "/api/v1/settings/mcp", token: keyTok, body: map[string]any{"enabled": false}}),
 				viaKey("settings:mcp")
@@ -995,6 +999,15 @@ func testEveryWriteRouteIsAudited(t *testing.T, dbURL string) {
 		}},
 		{"POST /api/v1/schedules/{id}/trigger-now", func() (resp, expect) {
 			return post(adm, "/api/v1/schedules/"+schID+"/trigger-now", nil), tgt(asAdmin, "schedule:"+schID)
+		}},
+		{"POST /api/v1/rules/{id}/disable", func() (resp, expect) {
+			return post(adm, "/api/v1/rules/"+autoRuleID+"/disable", nil), tgt(asAdmin, "rule:"+autoRuleID)
+		}},
+		{"POST /api/v1/rules/{id}/enable", func() (resp, expect) {
+			return post(adm, "/api/v1/rules/"+autoRuleID+"/enable", nil), tgt(asAdmin, "rule:"+autoRuleID)
+		}},
+		{"POST /api/v1/rules/{id}/trigger-now", func() (resp, expect) {
+			return post(adm, "/api/v1/rules/"+autoRuleID+"/trigger-now", nil), tgt(asAdmin, "rule:"+autoRuleID)
 		}},
 		{"DELETE /api/v1/rules/{id}/remove", func() (resp, expect) {
 			return e.do(req{method: http.MethodDelete, path: "/api/v1/rules/" + autoRuleID + "/remove", token: adm}), tgt(asAdmin, "rule:"+autoRuleID)

@@ -28,6 +28,8 @@ type agentDTO struct {
 	LastSeenAt    *time.Time `json:"last_seen_at"`
 	Version       string     `json:"version"`
 	Hostname      string     `json:"hostname"`
+	Gateway       string     `json:"gateway"`
+	Capability    int        `json:"capability"`
 	TokenIssuedAt *time.Time `json:"token_issued_at"`
 }
 
@@ -36,7 +38,7 @@ func toAgentDTO(a *domain.AgentState) *agentDTO {
 		return nil
 	}
 	return &agentDTO{AgentID: a.AgentID, Connected: a.Connected, Online: a.Online(time.Now()), LastSeenAt: a.LastSeenAt,
-		Version: a.Version, Hostname: a.Hostname, TokenIssuedAt: a.TokenIssuedAt}
+		Version: a.Version, Hostname: a.Hostname, Gateway: a.Gateway, Capability: a.Capability, TokenIssuedAt: a.TokenIssuedAt}
 }
 
 type agentTokenDTO struct {

@@ -35,6 +35,8 @@ type autoScheduleDTO struct {
 	RequiresApproval bool          `json:"requires_approval"`
 	LastRunAt        *time.Time    `json:"last_run_at"`
 	NextRunAt        *time.Time    `json:"next_run_at"`
+	CreatedBy        string        `json:"created_by"`
+	UpdatedBy        string        `json:"updated_by"`
 	CreatedAt        time.Time     `json:"created_at"`
 	UpdatedAt        time.Time     `json:"updated_at"`
 	Rules            []autoRuleDTO `json:"rules"`
@@ -48,7 +50,8 @@ func toRuleDTO(r domain.Rule) autoRuleDTO {
 func toScheduleDTO(s domain.Schedule) autoScheduleDTO {
 	d := autoScheduleDTO{ID: s.ID, GroupID: s.GroupID, Name: s.Name, Cron: s.Cron, TimeZone: s.TimeZone, WindowStart: s.WindowStart,
 		WindowEnd: s.WindowEnd, OutsideWindow: s.OutsideWindow, Enabled: s.Enabled, RequiresApproval: s.RequiresApproval,
-		LastRunAt: s.LastRunAt, NextRunAt: s.NextRunAt, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt, Rules: []autoRuleDTO{}}
+		LastRunAt: s.LastRunAt, NextRunAt: s.NextRunAt, CreatedBy: s.CreatedBy, UpdatedBy: s.UpdatedBy, CreatedAt: s.CreatedAt,
+		UpdatedAt: s.UpdatedAt, Rules: []autoRuleDTO{}}
 	for _, r := range s.Rules {
 		d.Rules = append(d.Rules, toRuleDTO(r))
 	}
@@ -64,21 +67,22 @@ func toSchedulesDTO(list []domain.Schedule) gin.H {
 }
 
 type autoRunDTO struct {
-	ID         string           `json:"id"`
-	ScheduleID string           `json:"schedule_id"`
-	Trigger    string           `json:"trigger"`
-	Status     string           `json:"status"`
-	Reason     string           `json:"reason"`
-	DueAt      time.Time        `json:"due_at"`
-	StartedAt  *time.Time       `json:"started_at"`
-	FinishedAt *time.Time       `json:"finished_at"`
-	CreatedAt  time.Time        `json:"created_at"`
-	Steps      []domain.RunStep `json:"steps"`
+	ID          string           `json:"id"`
+	ScheduleID  string           `json:"schedule_id"`
+	Trigger     string           `json:"trigger"`
+	Status      string           `json:"status"`
+	Reason      string           `json:"reason"`
+	DueAt       time.Time        `json:"due_at"`
+	StartedAt   *time.Time       `json:"started_at"`
+	FinishedAt  *time.Time       `json:"finished_at"`
+	CreatedAt   time.Time        `json:"created_at"`
+	RequestedBy string           `json:"requested_by"`
+	Steps       []domain.RunStep `json:"steps"`
 }
 
 func toRunDTO(r domain.ScheduleRun) autoRunDTO {
 	return autoRunDTO{ID: r.ID, ScheduleID: r.ScheduleID, Trigger: r.Trigger, Status: r.Status, Reason: r.Reason, DueAt: r.DueAt,
-		StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, CreatedAt: r.CreatedAt, Steps: r.Steps}
+		StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, CreatedAt: r.CreatedAt, RequestedBy: r.RequestedBy, Steps: r.Steps}
 }
 
 func (s *Server) automation(c *gin.Context) *automation.Service {
@@ -325,6 +329,43 @@ func (s *Server) updateRule(c *gin.Context) {
 	c.JSON(http.StatusOK, toRuleDTO(r))
 }
 
+func (s *Server) setRuleEnabled(c *gin.Context, on bool) {
+	a := s.automation(c)
+	if a == nil {
+		return
+	}
+	r, err := a.SetRuleEnabled(c.Request.Context(), principal(c), c.Param("id"), on)
+	if err != nil {
+		s.respondError(c, err)
+		return
+	}
+	action := "rule.disable"
+	if on {
+		action = "rule.enable"
+	}
+	s.note(c, action, "rule:"+r.ID, map[string]any{"schedule_id": r.ScheduleID, "type": r.Type})
+	c.JSON(http.StatusOK, toRuleDTO(r))
+}
+
+func (s *Server) enableRule(c *gin.Context)  { s.setRuleEnabled(c, true) }
+func (s *Server) disableRule(c *gin.Context) { s.setRuleEnabled(c, false) }
+
+// triggerRule runs one rule of a schedule now (the rule alone; windows
+// and the schedule's approval requirement apply).
+func (s *Server) triggerRule(c *gin.Context) {
+	a := s.automation(c)
+	if a == nil {
+		return
+	}
+	run, err := a.TriggerRule(c.Request.Context(), principal(c), c.Param("id"))
+	if err != nil {
+		s.respondError(c, err)
+		return
+	}
+	s.note(c, "rule.trigger", "rule:"+c.Param("id"), map[string]any{"schedule_id": run.ScheduleID, "run_id": run.ID, "status": run.Status})
+	c.JSON(http.StatusAccepted, toRunDTO(run))
+}
+
 func (s *Server) removeRule(c *gin.Context) {
 	a := s.automation(c)
 	if a == nil {
@@ -438,7 +479,11 @@ func (s *Server) saveCustomAction(c *gin.Context, id string) {
 	if id == "" {
 		action, status = "custom_action.create", http.StatusCreated
 	}
-	s.note(c, action, "custom_action:"+x.ID, map[string]any{"name": x.Name, "commands": len(x.Commands)})
+	d := map[string]any{"name": x.Name, "commands": len(x.Commands), "requires_approval": x.RequiresApproval}
+	if req.RequiresApproval != nil {
+		d["requires_approval_set"] = *req.RequiresApproval
+	}
+	s.note(c, action, "custom_action:"+x.ID, d)
 	c.JSON(status, toCustomActionDTO(x))
 }
 

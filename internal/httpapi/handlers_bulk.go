@@ -9,6 +9,7 @@ import (
 	"github.com/lcmproject/lcm/internal/audit"
 	"github.com/lcmproject/lcm/internal/domain"
 	"github.com/lcmproject/lcm/internal/fleet"
+	"github.com/lcmproject/lcm/internal/rollout"
 )
 
 // bulkRequest is POST /jobs/bulk: an action and exactly one target.
@@ -134,7 +135,36 @@ func (s *Server) getUpdateAll(c *gin.Context) {
 	c.JSON(http.StatusOK, toBulkRunDTO(run))
 }
 
+// updateAllRolloutDTO answers an update-all that the approval policy
+// (rollouts.require_approval) turned into a rollout awaiting approval.
+type updateAllRolloutDTO struct {
+	RolloutID  string `json:"rollout_id"`
+	Status     string `json:"status"`
+	ApprovalID string `json:"approval_id"`
+}
+
 func (s *Server) startUpdateAll(c *gin.Context) {
+	if ro := s.deps.Services.Rollouts; ro != nil {
+		need, err := ro.RequireApproval(c.Request.Context())
+		if err != nil {
+			s.respondError(c, err)
+			return
+		}
+		if need {
+			// Four eyes on every path: "update all" becomes the same
+			// fleet action as a rollout (one batch), waiting for a second
+			// person's approval.
+			r, err := ro.Create(c.Request.Context(), principal(c), rollout.Request{Action: rollout.ActionSecurityUpdates, All: true, RequireApproval: true})
+			if err != nil {
+				s.respondError(c, err)
+				return
+			}
+			s.note(c, "jobs.update_all_rollout", audit.Target("rollout", r.ID), map[string]any{"action": fleet.UpdateAllAction,
+				"all": true, "servers": len(r.Items), "approval_id": r.ApprovalID})
+			c.JSON(http.StatusAccepted, updateAllRolloutDTO{RolloutID: r.ID, Status: r.Status, ApprovalID: r.ApprovalID})
+			return
+		}
+	}
 	run, err := s.deps.Services.Fleet.UpdateAll(c.Request.Context(), principal(c))
 	s.noteBulk(c, fleet.UpdateAllAction, run, map[string]any{"all": true})
 	if err != nil && run.ID == "" {

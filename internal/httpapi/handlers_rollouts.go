@@ -219,16 +219,21 @@ func (s *Server) listRollouts(c *gin.Context) {
 }
 
 type rolloutActionDTO struct {
-	Name    string `json:"name"`
-	Label   string `json:"label"`
-	Reboots bool   `json:"reboots"`
+	Name             string `json:"name"`
+	Label            string `json:"label"`
+	Reboots          bool   `json:"reboots"`
+	RequiresApproval bool   `json:"requires_approval"`
 }
 
 func (s *Server) listRolloutActions(c *gin.Context) {
-	acts := s.deps.Services.Rollouts.Actions()
+	acts, err := s.deps.Services.Rollouts.Actions(c.Request.Context())
+	if err != nil {
+		s.respondError(c, err)
+		return
+	}
 	out := make([]rolloutActionDTO, len(acts))
 	for i, a := range acts {
-		out[i] = rolloutActionDTO{Name: a.Name, Label: a.Label, Reboots: a.Reboots}
+		out[i] = rolloutActionDTO{Name: a.Name, Label: a.Label, Reboots: a.Reboots, RequiresApproval: a.RequiresApproval}
 	}
 	c.JSON(http.StatusOK, gin.H{"actions": out})
 }
@@ -350,4 +355,36 @@ func (s *Server) decideApproval(c *gin.Context, approve bool) {
 	}
 	s.note(c, action, audit.Target("approval", a.ID), map[string]any{"kind": a.Kind, "ref_id": a.RefID, "comment": a.Comment})
 	c.JSON(http.StatusOK, toApprovalDTO(a, p.UserID))
+}
+
+// rolloutSettingsDTO is the approval policy of rollouts.
+type rolloutSettingsDTO struct {
+	RequireApproval *bool `json:"require_approval"`
+}
+
+func (s *Server) getRolloutSettings(c *gin.Context) {
+	on, err := s.deps.Services.Rollouts.RequireApproval(c.Request.Context())
+	if err != nil {
+		s.respondError(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, rolloutSettingsDTO{RequireApproval: &on})
+}
+
+func (s *Server) putRolloutSettings(c *gin.Context) {
+	var req rolloutSettingsDTO
+	if !bindJSON(c, &req) {
+		return
+	}
+	if req.RequireApproval == nil {
+		s.respondError(c, domain.Invalid("invalid_rollout_settings", `send {"require_approval": true} or {"require_approval": false}`))
+		return
+	}
+	was, err := s.deps.Services.Rollouts.SetRequireApproval(c.Request.Context(), *req.RequireApproval)
+	if err != nil {
+		s.respondError(c, err)
+		return
+	}
+	s.note(c, "settings.rollouts_updated", "settings:rollouts", map[string]any{"require_approval": *req.RequireApproval, "was": was})
+	c.JSON(http.StatusOK, req)
 }

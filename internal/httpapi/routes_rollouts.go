@@ -23,4 +23,7 @@ func (s *Server) routesRollouts() {
 	s.handle(http.MethodGet, "/api/v1/approvals", Need(domain.PermJobsRead), s.listApprovals)
 	s.handle(http.MethodPost, "/api/v1/approvals/:id/approve", w, s.approveApproval)
 	s.handle(http.MethodPost, "/api/v1/approvals/:id/reject", w, s.rejectApproval)
+	// The approval policy: settings:manage (administrators), audited.
+	s.handle(http.MethodGet, "/api/v1/settings/rollouts", Need(domain.PermSettingsManage), s.getRolloutSettings)
+	s.handle(http.MethodPut, "/api/v1/settings/rollouts", Need(domain.PermSettingsManage), s.putRolloutSettings)
 }

@@ -39,9 +39,22 @@ type Action struct {
 	// Moves filters the outdated packages the action would upgrade (for
 	// the dry run); nil: none move.
 	Moves func(o store.OutdatedRecord) bool
-	// Blocked is the job kind's restricted-mode rule (reboot needs full
-	// sudo).
+	// Blocked is the job kind's restricted-mode rule (reboot and custom
+	// actions need full sudo).
 	Blocked bool
+	// RequiresApproval: a rollout of this action always waits for a
+	// second person's approval (a custom action that requires approval).
+	RequiresApproval bool
+}
+
+// CustomPrefix names a custom action as a rollout action: custom:<id>.
+const CustomPrefix = "custom:"
+
+// customAction is the rollout action running custom action p (its
+// commands as frozen in p).
+func customAction(p actions.CustomParams, requiresApproval bool) Action {
+	return Action{Name: CustomPrefix + p.ActionID, Label: "Custom action: " + p.Name, Kind: domain.JobCustomAction, Params: p,
+		Blocked: true, RequiresApproval: requiresApproval}
 }
 
 type registry struct {

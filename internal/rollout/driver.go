@@ -83,9 +83,9 @@ func (s *Service) step(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	act, ok := s.acts.get(ro.Action)
-	if !ok {
-		reason := fmt.Sprintf("action %q no longer exists", ro.Action)
+	act, err := s.action(ctx, ro.Action, ro.ActionParams)
+	if err != nil {
+		reason := fmt.Sprintf("action %q is not available: %v", ro.Action, err)
 		_, err := s.store.UpdateRollout(ctx, id, []string{domain.RolloutRunning}, store.RolloutUpdate{Status: ptr(domain.RolloutHalted), Reason: &reason, Finished: true}, s.now())
 		return err
 	}
@@ -236,14 +236,18 @@ func (s *Service) submit(ctx context.Context, ro domain.Rollout, act Action, idx
 	if err != nil {
 		return err
 	}
+	maint, err := s.store.InMaintenance(ctx, ids, s.now())
+	if err != nil {
+		return err
+	}
 	found := map[string]bool{}
 	var list []jobs.BulkJob
 	var ups []store.RolloutItemUpdate
 	for _, t := range targets {
 		found[t.ID] = true
-		if why := s.skipReason(act, t); why != "" {
+		if why := s.skipReason(act, t, maint[t.ID]); why != "" {
 			state := domain.ItemRefused
-			if act.Skip != nil && act.Skip(t) != "" {
+			if maint[t.ID] || act.Skip != nil && act.Skip(t) != "" {
 				state = domain.ItemSkipped
 			}
 			ups = append(ups, store.RolloutItemUpdate{ServerID: t.ID, State: state, Reason: &why})

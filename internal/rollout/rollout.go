@@ -21,6 +21,7 @@ package rollout
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"math"
@@ -30,6 +31,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/lcmproject/lcm/internal/actions"
 	"github.com/lcmproject/lcm/internal/approvals"
 	"github.com/lcmproject/lcm/internal/audit"
 	"github.com/lcmproject/lcm/internal/bus"
@@ -44,6 +46,10 @@ const ApprovalKind = "rollout"
 // SettingRequireApproval is the settings key (bool) that makes every
 // rollout wait for a second person's approval.
 const SettingRequireApproval = "rollouts.require_approval"
+
+// MaintenanceReason is why a server in maintenance mode is left out of a
+// rollout (when its batch comes; it runs if maintenance has ended by then).
+const MaintenanceReason = "maintenance: the server is in maintenance mode"
 
 // Bounds of a rollout's plan.
 const (
@@ -111,14 +117,49 @@ func New(st *store.Store, js *jobs.Service, o Options) *Service {
 // RegisterAction adds (or replaces) a rollout action.
 func (s *Service) RegisterAction(a Action) { s.acts.add(a) }
 
-// Actions lists the registered actions, by name.
-func (s *Service) Actions() []Action {
+// Actions lists the actions a rollout can run: the registered ones by
+// name, then every custom action (custom:<id>).
+func (s *Service) Actions(ctx context.Context) ([]Action, error) {
 	var out []Action
 	for _, n := range s.acts.names() {
 		a, _ := s.acts.get(n)
 		out = append(out, a)
 	}
-	return out
+	list, err := s.store.ListCustomActions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range list {
+		out = append(out, customAction(actions.CustomParams{ActionID: c.ID, Name: c.Name, Commands: c.Commands}, c.RequiresApproval))
+	}
+	return out, nil
+}
+
+// action resolves a rollout's action: a registered one, or custom:<id> —
+// from frozen (the params stored with the rollout) when given, so a
+// rollout keeps running the commands it was created and approved with,
+// otherwise from the custom action as it is now.
+func (s *Service) action(ctx context.Context, name string, frozen json.RawMessage) (Action, error) {
+	if a, ok := s.acts.get(name); ok {
+		return a, nil
+	}
+	id, ok := strings.CutPrefix(name, CustomPrefix)
+	if !ok || id == "" || len(id) > 36 {
+		return Action{}, domain.Invalid("unknown_action", fmt.Sprintf("unknown rollout action %q; one of: %s, or custom:<custom action id>",
+			name, strings.Join(s.acts.names(), ", ")))
+	}
+	if len(frozen) > 0 {
+		var p actions.CustomParams
+		if err := json.Unmarshal(frozen, &p); err != nil || len(p.Commands) == 0 {
+			return Action{}, fmt.Errorf("rollout: stored params of %s unreadable: %v", name, err)
+		}
+		return customAction(p, false), nil
+	}
+	c, err := s.store.GetCustomAction(ctx, id)
+	if err != nil {
+		return Action{}, domain.Invalid("unknown_action", fmt.Sprintf("no custom action %q", id))
+	}
+	return customAction(actions.CustomParams{ActionID: c.ID, Name: c.Name, Commands: c.Commands}, c.RequiresApproval), nil
 }
 
 // Poke wakes the driver (a job finished).
@@ -162,11 +203,7 @@ type Plan struct {
 	Items   []PlanItem
 }
 
-func (r *Request) validate(acts *registry) (Action, error) {
-	act, ok := acts.get(r.Action)
-	if !ok {
-		return act, domain.Invalid("unknown_action", fmt.Sprintf("unknown rollout action %q; one of: %s", r.Action, strings.Join(acts.names(), ", ")))
-	}
+func (r *Request) validate(act Action) (Action, error) {
 	targets := 0
 	if len(r.ServerIDs) > 0 {
 		targets++
@@ -217,8 +254,11 @@ func (r *Request) validate(acts *registry) (Action, error) {
 
 // plan resolves the targets and cuts them into batches.
 func (s *Service) plan(ctx context.Context, p *domain.Principal, r Request) (domain.Rollout, []store.RolloutPlanTarget, Action, error) {
-	act, err := r.validate(&s.acts)
+	act, err := s.action(ctx, r.Action, nil)
 	if err != nil {
+		return domain.Rollout{}, nil, act, err
+	}
+	if act, err = r.validate(act); err != nil {
 		return domain.Rollout{}, nil, act, err
 	}
 	sc := store.ScopeOf(p)
@@ -226,6 +266,10 @@ func (s *Service) plan(ctx context.Context, p *domain.Principal, r Request) (dom
 		BatchSize: r.BatchSize, BatchPercent: r.BatchPercent, MaxFailures: r.FailureThreshold,
 		MaxFailurePercent: r.FailureThresholdPercent, PauseSeconds: r.PauseSeconds, Concurrency: r.Concurrency,
 		CreatedBy: userID(p), CreatedAt: s.now(), UpdatedAt: s.now()}
+	if strings.HasPrefix(act.Name, CustomPrefix) {
+		// A later edit of the custom action does not change this rollout.
+		ro.ActionParams, _ = json.Marshal(act.Params)
+	}
 	switch {
 	case len(r.ServerIDs) > 0:
 		ro.Target = domain.BulkTargetServers
@@ -317,11 +361,15 @@ func (s *Service) DryRun(ctx context.Context, p *domain.Principal, r Request) (P
 	for _, t := range targets {
 		byID[t.ID] = t
 	}
+	maint, err := s.store.InMaintenance(ctx, ids, s.now())
+	if err != nil {
+		return Plan{}, err
+	}
 	plan := Plan{Rollout: ro}
 	for _, it := range ro.Items {
 		t := byID[it.ServerID]
 		pi := PlanItem{ServerID: it.ServerID, ServerName: it.ServerName, Batch: it.Batch, Packages: []store.OutdatedRecord{}}
-		pi.Skip = s.skipReason(act, t)
+		pi.Skip = s.skipReason(act, t, maint[t.ID])
 		if pi.Skip == "" {
 			pi.Reboot = act.Reboots
 			if act.Moves != nil {
@@ -338,10 +386,13 @@ func (s *Service) DryRun(ctx context.Context, p *domain.Principal, r Request) (P
 	return plan, nil
 }
 
-func (s *Service) skipReason(act Action, t store.RolloutPlanTarget) string {
+// skipReason says why a server of a rollout runs nothing ("" = it runs).
+func (s *Service) skipReason(act Action, t store.RolloutPlanTarget, inMaintenance bool) string {
 	switch {
 	case !t.Joined:
 		return "the server has not joined yet"
+	case inMaintenance:
+		return MaintenanceReason
 	case act.Skip != nil && act.Skip(t) != "":
 		return act.Skip(t)
 	case act.Unsupported != nil && act.Unsupported(t) != "":
@@ -350,15 +401,34 @@ func (s *Service) skipReason(act Action, t store.RolloutPlanTarget) string {
 	return ""
 }
 
+// RequireApproval reports the policy rollouts.require_approval: every
+// rollout, and the reference's "update all", waits for a second person.
+func (s *Service) RequireApproval(ctx context.Context) (bool, error) {
+	var on bool
+	_, err := s.store.GetSetting(ctx, SettingRequireApproval, &on)
+	return on, err
+}
+
+// SetRequireApproval sets the policy and returns its previous value. The
+// route needs settings:manage (administrators) and audits the change:
+// whoever may switch it off is trusted with the four eyes themselves.
+func (s *Service) SetRequireApproval(ctx context.Context, on bool) (bool, error) {
+	was, err := s.RequireApproval(ctx)
+	if err != nil {
+		return false, err
+	}
+	return was, s.store.PutSetting(ctx, SettingRequireApproval, on)
+}
+
 // Create stores a rollout and starts it, or parks it for approval when
 // the request or the setting requires one. A server in another active
 // rollout is a conflict (rollout_in_progress).
 func (s *Service) Create(ctx context.Context, p *domain.Principal, r Request) (domain.Rollout, error) {
-	ro, _, _, err := s.plan(ctx, p, r)
+	ro, _, act, err := s.plan(ctx, p, r)
 	if err != nil {
 		return domain.Rollout{}, err
 	}
-	need := r.RequireApproval
+	need := r.RequireApproval || act.RequiresApproval
 	if !need {
 		var set bool
 		if ok, err := s.store.GetSetting(ctx, SettingRequireApproval, &set); err != nil {
@@ -378,8 +448,8 @@ func (s *Service) Create(ctx context.Context, p *domain.Principal, r Request) (d
 	}
 	if need {
 		a, err := s.o.Approvals.Request(ctx, p, ApprovalKind, ro.ID,
-			fmt.Sprintf("Rollout %s on %d servers in %d batches", ro.Action, len(ro.Items), ro.Batches),
-			map[string]any{"action": ro.Action, "target": ro.Target, "group_id": ro.GroupID, "servers": len(ro.Items),
+			fmt.Sprintf("Rollout %s on %d servers in %d batches", act.Label, len(ro.Items), ro.Batches),
+			map[string]any{"action": ro.Action, "label": act.Label, "target": ro.Target, "group_id": ro.GroupID, "servers": len(ro.Items),
 				"batches": ro.Batches, "canary_size": ro.CanarySize, "failure_threshold": ro.MaxFailures,
 				"failure_threshold_percent": ro.MaxFailurePercent})
 		if err != nil {

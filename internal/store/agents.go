@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/lcmproject/lcm/internal/domain"
@@ -19,6 +20,8 @@ type agentRow struct {
 	LastSeenAt    *time.Time
 	Version       string `gorm:"size:128;not null;default:''"`
 	Hostname      string `gorm:"size:255;not null;default:''"`
+	Gateway       string `gorm:"size:255;not null;default:''"`
+	Capability    int    `gorm:"not null;default:0"`
 	UpdatedAt     time.Time
 }
 
@@ -26,7 +29,7 @@ func (agentRow) TableName() string { return "server_agents" }
 
 func (r agentRow) state() *domain.AgentState {
 	return &domain.AgentState{AgentID: r.AgentID, TokenIssuedAt: r.TokenIssuedAt, Connected: r.Connected,
-		LastSeenAt: r.LastSeenAt, Version: r.Version, Hostname: r.Hostname}
+		LastSeenAt: r.LastSeenAt, Version: r.Version, Hostname: r.Hostname, Gateway: r.Gateway, Capability: r.Capability}
 }
 
 // addAgents fills Agent of the agent servers among out.
@@ -102,35 +105,57 @@ type AgentReport struct {
 	Connected bool
 	Version   string
 	Hostname  string
-	At        time.Time
+	// Gateway names the reporting gateway; Capability is the agent's
+	// protocol version (0: unknown, kept as stored).
+	Gateway    string
+	Capability int
+	At         time.Time
 }
 
 // RecordAgentState stores a report for the server whose current agent id
 // it names; a report of a replaced agent id changes nothing. It returns
 // the server id ("" when no server has this agent id) and whether the
-// connected state changed.
+// connected state changed. The change is a compare-and-set on the stored
+// state, so of two writers recording the same transition (replicas, a
+// sweep) exactly one sees changed.
 func (s *Store) RecordAgentState(ctx context.Context, r AgentReport) (serverID string, changed bool, err error) {
-	var rows []agentRow
-	if err := s.conn(ctx).Where("agent_id = ?", r.AgentID).Limit(1).Find(&rows).Error; err != nil {
-		return "", false, mapErr(err, "server agent")
-	}
-	if len(rows) == 0 || r.AgentID == "" {
+	if r.AgentID == "" {
 		return "", false, nil
 	}
-	cur := rows[0]
-	row := agentRow{Connected: r.Connected, LastSeenAt: &r.At, UpdatedAt: r.At, Version: cur.Version, Hostname: cur.Hostname}
-	if r.Version != "" {
-		row.Version = r.Version
+	for range 5 {
+		var rows []agentRow
+		if err := s.conn(ctx).Where("agent_id = ?", r.AgentID).Limit(1).Find(&rows).Error; err != nil {
+			return "", false, mapErr(err, "server agent")
+		}
+		if len(rows) == 0 {
+			return "", false, nil
+		}
+		cur := rows[0]
+		row := agentRow{Connected: r.Connected, LastSeenAt: &r.At, UpdatedAt: r.At, Version: cur.Version, Hostname: cur.Hostname,
+			Gateway: cur.Gateway, Capability: cur.Capability}
+		if r.Version != "" {
+			row.Version = r.Version
+		}
+		if r.Hostname != "" {
+			row.Hostname = r.Hostname
+		}
+		if r.Gateway != "" {
+			row.Gateway = r.Gateway
+		}
+		if r.Capability > 0 {
+			row.Capability = r.Capability
+		}
+		res := s.conn(ctx).Model(&agentRow{}).Where("server_id = ? AND agent_id = ? AND connected = ?", cur.ServerID, r.AgentID, cur.Connected).
+			Select("connected", "last_seen_at", "version", "hostname", "gateway", "capability", "updated_at").Updates(&row)
+		if res.Error != nil {
+			return "", false, mapErr(res.Error, "server agent")
+		}
+		if res.RowsAffected == 1 {
+			return cur.ServerID, cur.Connected != r.Connected, nil
+		}
+		// Another writer changed the state in between: read it again.
 	}
-	if r.Hostname != "" {
-		row.Hostname = r.Hostname
-	}
-	res := s.conn(ctx).Model(&agentRow{}).Where("server_id = ? AND agent_id = ?", cur.ServerID, r.AgentID).
-		Select("connected", "last_seen_at", "version", "hostname", "updated_at").Updates(&row)
-	if res.Error != nil {
-		return "", false, mapErr(res.Error, "server agent")
-	}
-	return cur.ServerID, cur.Connected != r.Connected, nil
+	return "", false, fmt.Errorf("store: agent %s state changed concurrently too often", r.AgentID)
 }
 
 // SilentAgents lists the servers whose agent was connected once but is not

@@ -17,7 +17,7 @@ func autoScheduleOf(r autoScheduleRow) domain.Schedule {
 	return domain.Schedule{ID: r.ID, GroupID: r.GroupID, Name: r.Name, Cron: r.Cron, TimeZone: r.TimeZone,
 		WindowStart: r.WindowStart, WindowEnd: r.WindowEnd, OutsideWindow: r.OutsideWindow, Enabled: r.Enabled,
 		RequiresApproval: r.RequiresApproval, LastRunAt: r.LastRunAt, NextRunAt: r.NextRunAt, CreatedBy: r.CreatedBy,
-		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Rules: []domain.Rule{}}
+		UpdatedBy: r.UpdatedBy, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Rules: []domain.Rule{}}
 }
 
 func autoRuleOf(r autoRuleRow) domain.Rule {
@@ -89,7 +89,8 @@ func (s *Store) CreateSchedule(ctx context.Context, sch domain.Schedule) (domain
 	now := time.Now().UTC()
 	row := autoScheduleRow{ID: uuid.NewString(), GroupID: sch.GroupID, Name: sch.Name, Cron: sch.Cron, TimeZone: sch.TimeZone,
 		WindowStart: sch.WindowStart, WindowEnd: sch.WindowEnd, OutsideWindow: sch.OutsideWindow, Enabled: sch.Enabled,
-		RequiresApproval: sch.RequiresApproval, NextRunAt: sch.NextRunAt, CreatedBy: sch.CreatedBy, CreatedAt: now, UpdatedAt: now}
+		RequiresApproval: sch.RequiresApproval, NextRunAt: sch.NextRunAt, CreatedBy: sch.CreatedBy, UpdatedBy: sch.CreatedBy,
+		CreatedAt: now, UpdatedAt: now}
 	if err := s.conn(ctx).Omit("Group").Create(&row).Error; err != nil {
 		return domain.Schedule{}, mapErr(err, "schedule")
 	}
@@ -102,7 +103,7 @@ func (s *Store) SaveSchedule(ctx context.Context, sch domain.Schedule) (domain.S
 	res := s.conn(ctx).Model(&autoScheduleRow{}).Where("id = ?", sch.ID).Updates(map[string]any{
 		"name": sch.Name, "cron": sch.Cron, "time_zone": sch.TimeZone, "window_start": sch.WindowStart, "window_end": sch.WindowEnd,
 		"outside_window": sch.OutsideWindow, "enabled": sch.Enabled, "requires_approval": sch.RequiresApproval,
-		"next_run_at": sch.NextRunAt, "updated_at": time.Now().UTC()})
+		"next_run_at": sch.NextRunAt, "updated_by": sch.UpdatedBy, "updated_at": time.Now().UTC()})
 	if res.Error != nil {
 		return domain.Schedule{}, mapErr(res.Error, "schedule")
 	}
@@ -110,6 +111,13 @@ func (s *Store) SaveSchedule(ctx context.Context, sch domain.Schedule) (domain.S
 		return domain.Schedule{}, domain.NotFound("schedule")
 	}
 	return s.GetSchedule(ctx, SystemScope, sch.ID)
+}
+
+// TouchSchedule records that userID changed the schedule (one of its
+// rules): it is the schedule's last editor.
+func (s *Store) TouchSchedule(ctx context.Context, id, userID string) error {
+	return mapErr(s.conn(ctx).Model(&autoScheduleRow{}).Where("id = ?", id).
+		Updates(map[string]any{"updated_by": userID, "updated_at": time.Now().UTC()}).Error, "schedule")
 }
 
 // DeleteSchedule removes a schedule with its rules and runs.
@@ -229,7 +237,7 @@ func (s *Store) ListRules(ctx context.Context, sc Scope, groupID string) ([]doma
 func autoRunOf(r autoRunRow) domain.ScheduleRun {
 	out := domain.ScheduleRun{ID: r.ID, ScheduleID: r.ScheduleID, GroupID: r.GroupID, Trigger: r.Trigger, Status: r.Status,
 		Reason: r.Reason, SlotKey: r.SlotKey, DueAt: r.DueAt, RuleIndex: r.RuleIndex, Owner: r.Owner, Heartbeat: r.Heartbeat,
-		StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, CreatedAt: r.CreatedAt, Steps: []domain.RunStep{}}
+		StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, CreatedAt: r.CreatedAt, RequestedBy: r.RequestedBy, Steps: []domain.RunStep{}}
 	_ = json.Unmarshal([]byte(r.Steps), &out.Steps)
 	return out
 }
@@ -240,7 +248,7 @@ func (s *Store) CreateRun(ctx context.Context, r domain.ScheduleRun) (bool, erro
 	steps, _ := json.Marshal(r.Steps)
 	row := autoRunRow{ID: r.ID, ScheduleID: r.ScheduleID, GroupID: r.GroupID, SlotKey: r.SlotKey, Trigger: r.Trigger,
 		Status: r.Status, Reason: r.Reason, DueAt: r.DueAt, Owner: r.Owner, Heartbeat: r.Heartbeat, StartedAt: r.StartedAt,
-		FinishedAt: r.FinishedAt, Steps: string(steps), CreatedAt: r.CreatedAt}
+		FinishedAt: r.FinishedAt, Steps: string(steps), CreatedAt: r.CreatedAt, RequestedBy: r.RequestedBy}
 	res := s.conn(ctx).Omit("Schedule").Clauses(clause.OnConflict{DoNothing: true}).Create(&row)
 	if res.Error != nil {
 		return false, mapErr(res.Error, "run")

@@ -12,8 +12,10 @@ import (
 
 // bulkRunRow is one bulk run (one request, many servers).
 type bulkRunRow struct {
-	ID        string    `gorm:"primaryKey;size:36"`
-	Action    string    `gorm:"size:32;not null"`
+	ID string `gorm:"primaryKey;size:36"`
+	// Action names what ran: "rollout:custom:<id>" or
+	// "custom-action:<name>" need more than 32 characters.
+	Action    string    `gorm:"size:200;not null"`
 	Kind      string    `gorm:"size:32;not null;index"`
 	Target    string    `gorm:"size:16;not null"`
 	GroupID   string    `gorm:"size:36;not null;default:''"`

@@ -22,8 +22,11 @@ type autoScheduleRow struct {
 	LastRunAt        *time.Time `gorm:"column:last_run_at"`
 	NextRunAt        *time.Time `gorm:"column:next_run_at;index"`
 	CreatedBy        string     `gorm:"size:36;not null;default:''"`
-	CreatedAt        time.Time  `gorm:"not null"`
-	UpdatedAt        time.Time  `gorm:"not null"`
+	// UpdatedBy is the last user who changed the schedule or one of its
+	// rules: its cron runs are requested in that user's name.
+	UpdatedBy string    `gorm:"size:36;not null;default:''"`
+	CreatedAt time.Time `gorm:"not null"`
+	UpdatedAt time.Time `gorm:"not null"`
 }
 
 func (autoScheduleRow) TableName() string { return "automation_schedules" }
@@ -62,6 +65,9 @@ type autoRunRow struct {
 	FinishedAt *time.Time
 	Steps      string    `gorm:"type:text;not null;default:'[]'"`
 	CreatedAt  time.Time `gorm:"not null;index"`
+	// RequestedBy is the user the run is for: who triggered it, or for a
+	// cron run the schedule's last editor.
+	RequestedBy string `gorm:"size:36;not null;default:''"`
 }
 
 func (autoRunRow) TableName() string { return "automation_runs" }
@@ -107,5 +113,21 @@ func (maintenanceRow) TableName() string { return "server_maintenance" }
 var automationMigrations = []Migration{
 	{ID: "automation/001_schedules_actions_maintenance", Up: func(tx *gorm.DB) error {
 		return tx.AutoMigrate(&autoScheduleRow{}, &autoRuleRow{}, &autoRunRow{}, &groupAutomationRow{}, &customActionRow{}, &maintenanceRow{})
+	}},
+	{ID: "automation/002_requesters", Up: func(tx *gorm.DB) error {
+		// On a fresh database 001 created them already.
+		for _, c := range []struct {
+			row  any
+			name string
+		}{{&autoScheduleRow{}, "UpdatedBy"}, {&autoRunRow{}, "RequestedBy"}} {
+			if tx.Migrator().HasColumn(c.row, c.name) {
+				continue
+			}
+			if err := tx.Migrator().AddColumn(c.row, c.name); err != nil {
+				return err
+			}
+		}
+		// Existing schedules: their creator is the last editor known.
+		return tx.Model(&autoScheduleRow{}).Where("updated_by = ''").Update("updated_by", gorm.Expr("created_by")).Error
 	}},
 }

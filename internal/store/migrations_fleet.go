@@ -154,6 +154,27 @@ var fleetMigrations = []Migration{
 		return tx.AutoMigrate(&agentRow{})
 	}},
 	{ID: "fleet/006_helper_port_proof", Up: func(tx *gorm.DB) error { return addServerColumns(tx, helperPortColumns) }},
+	{ID: "fleet/007_agent_gateway", Up: func(tx *gorm.DB) error {
+		// On a fresh database fleet/005 created them already.
+		for _, c := range []string{"Gateway", "Capability"} {
+			if tx.Migrator().HasColumn(&agentRow{}, c) {
+				continue
+			}
+			if err := tx.Migrator().AddColumn(&agentRow{}, c); err != nil {
+				return err
+			}
+		}
+		return nil
+	}},
+	{ID: "fleet/008_bulk_action_size", Up: func(tx *gorm.DB) error {
+		// bulk_runs.action was varchar(32), too short for the action of a
+		// rollout of a custom action or a run of a long-named custom
+		// action. SQLite does not enforce the size.
+		if tx.Dialector.Name() == "sqlite" {
+			return nil
+		}
+		return tx.Exec("ALTER TABLE bulk_runs ALTER COLUMN action TYPE varchar(200)").Error
+	}},
 }
 
 // Encrypted columns of the fleet area.

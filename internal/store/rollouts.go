@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"time"
@@ -30,11 +31,14 @@ type rolloutRow struct {
 	Batches           int    `gorm:"not null;default:0"`
 	CurrentBatch      int    `gorm:"not null;default:0"`
 	NextAt            *time.Time
-	ApprovalID        string    `gorm:"size:36;not null;default:''"`
-	CreatedBy         string    `gorm:"size:36;not null;default:''"`
-	CreatedAt         time.Time `gorm:"not null;index"`
-	UpdatedAt         time.Time `gorm:"not null"`
-	FinishedAt        *time.Time
+	ApprovalID        string `gorm:"size:36;not null;default:''"`
+	// ActionParams freezes the job params of an action that can change
+	// (a custom action's commands) when the rollout is created.
+	ActionParams string    `gorm:"type:text;not null;default:''"`
+	CreatedBy    string    `gorm:"size:36;not null;default:''"`
+	CreatedAt    time.Time `gorm:"not null;index"`
+	UpdatedAt    time.Time `gorm:"not null"`
+	FinishedAt   *time.Time
 }
 
 func (rolloutRow) TableName() string { return "rollouts" }
@@ -58,7 +62,7 @@ func rolloutToRow(r domain.Rollout) rolloutRow {
 		CanarySize: r.CanarySize, BatchSize: r.BatchSize, BatchPercent: r.BatchPercent, MaxFailures: r.MaxFailures,
 		MaxFailurePercent: r.MaxFailurePercent, PauseSeconds: r.PauseSeconds, Concurrency: r.Concurrency,
 		AbortRunning: r.AbortRunning, Batches: r.Batches, CurrentBatch: r.CurrentBatch, ApprovalID: r.ApprovalID,
-		CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, FinishedAt: r.FinishedAt}
+		ActionParams: string(r.ActionParams), CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, FinishedAt: r.FinishedAt}
 	if !r.NextAt.IsZero() {
 		t := r.NextAt
 		row.NextAt = &t
@@ -73,6 +77,9 @@ func rolloutFromRow(row rolloutRow) domain.Rollout {
 		Concurrency: row.Concurrency, AbortRunning: row.AbortRunning, Batches: row.Batches, CurrentBatch: row.CurrentBatch,
 		ApprovalID: row.ApprovalID, CreatedBy: row.CreatedBy, CreatedAt: row.CreatedAt, UpdatedAt: row.UpdatedAt,
 		FinishedAt: row.FinishedAt}
+	if row.ActionParams != "" {
+		r.ActionParams = json.RawMessage(row.ActionParams)
+	}
 	if row.NextAt != nil {
 		r.NextAt = *row.NextAt
 	}

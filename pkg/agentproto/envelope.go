@@ -108,6 +108,10 @@ type Status struct {
 	Running      int    `json:"running"`
 	// Time is the sender's clock (RFC 3339), for spotting clock skew.
 	Time string `json:"time"`
+	// Gateway names the gateway the agent is connected to. The gateway
+	// sets it on every status it forwards (and on its offline notice),
+	// overwriting whatever the agent sent.
+	Gateway string `json:"gateway,omitempty"`
 }
 
 // NewHeader returns a header of this protocol version.

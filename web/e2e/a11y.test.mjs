@@ -171,8 +171,12 @@ const pages = [
   { name: 'rollouts', path: '/#/rollouts', ready: async (p) => { await heading('Rollouts')(p); await p.getByRole('cell').first().waitFor(); await idle(p); } },
   { name: 'rollouts, dry-run plan', path: '/#/rollouts', ready: async (p) => {
     await heading('Rollouts')(p); await p.getByRole('button', { name: 'Preview plan' }).click(); await p.getByTestId('rollout-plan').waitFor(); } },
+  { name: 'rollouts, selected servers and the approval policy', path: '/#/rollouts', ready: async (p) => {
+    await heading('Rollouts')(p); await p.getByTestId('approval-policy').waitFor(); await p.getByLabel('Action').selectOption('custom:ca-1');
+    await p.getByLabel('Servers', { exact: true }).selectOption('servers'); await p.getByTestId('server-picker').getByRole('checkbox').first().waitFor();
+    await p.getByTestId('approval-note').waitFor(); } },
   { name: 'rollout detail', path: '/#/rollouts/r-demo', ready: async (p) => { await p.getByTestId('rollout-status').waitFor(); await p.getByRole('cell').first().waitFor(); } },
-  { name: 'approvals', path: '/#/approvals', ready: async (p) => { await heading('Approvals')(p); await p.getByRole('button', { name: 'Approve' }).waitFor(); } },
+  { name: 'approvals', path: '/#/approvals', ready: async (p) => { await heading('Approvals')(p); await p.getByRole('button', { name: 'Approve' }).first().waitFor(); await p.getByTestId('approval-detail').nth(1).waitFor(); } },
   { name: 'jobs', path: '/#/jobs', ready: async (p) => { await heading('Jobs')(p); await p.getByRole('cell').first().waitFor(); } },
   { name: 'job console', path: '/#/jobs/j-demo', ready: async (p) => { await p.getByText('security upgrade finished').waitFor(); } },
   { name: 'profile', path: '/#/profile', ready: heading('Your profile') },
@@ -183,8 +187,9 @@ const pages = [
   { name: 'users, invite dialog', path: '/#/admin/users', ready: async (p) => { await p.getByRole('cell', { name: 'mia' }).first().waitFor(); await p.getByRole('button', { name: 'Invite user' }).click(); await p.getByRole('dialog').waitFor(); } },
   { name: 'schedules and rules', path: '/#/automation?group=g-prod', ready: async (p) => { await p.getByTestId('rule').first().waitFor(); await idle(p); } },
   { name: 'schedules and rules, history', path: '/#/automation?group=g-prod', ready: async (p) => { await p.getByTestId('rule').first().waitFor(); await p.getByRole('button', { name: 'History' }).click(); await p.getByTestId('run').waitFor(); } },
+  { name: 'schedules and rules, edit form', path: '/#/automation?group=g-prod', ready: async (p) => { await p.getByTestId('rule').first().waitFor(); await p.getByRole('button', { name: 'Edit' }).click(); await p.getByTestId('schedule-edit').waitFor(); } },
   { name: 'custom actions', path: '/#/custom-actions', ready: async (p) => { await p.getByTestId('custom-action').waitFor(); } },
-  { name: 'custom actions, run dialog', path: '/#/custom-actions', ready: async (p) => { await p.getByTestId('custom-action').waitFor(); await p.getByRole('button', { name: 'Run…' }).click(); await p.getByRole('dialog').waitFor(); } },
+  { name: 'custom actions, run dialog', path: '/#/custom-actions', ready: async (p) => { await p.getByTestId('custom-action').waitFor(); await p.getByRole('button', { name: 'Run…' }).click(); await p.getByRole('dialog').waitFor(); await p.getByTestId('server-picker').getByRole('checkbox').first().waitFor(); } },
   { name: 'server detail, maintenance', path: '/#/servers/s-3', ready: async (p) => { await p.getByTestId('maintenance-state').filter({ hasText: 'in maintenance' }).waitFor(); } },
   { name: 'server groups', path: '/#/admin/groups', ready: async (p) => { await heading('Server groups')(p); await idle(p); } },
   { name: 'server groups, new group dialog', path: '/#/admin/groups', ready: async (p) => { await heading('Server groups')(p); await idle(p); await p.getByRole('button', { name: 'New group' }).click(); await p.getByRole('dialog').waitFor(); } },
@@ -271,7 +276,7 @@ function agentMocks(online) {
   const fx = fixtures();
   const now = new Date().toISOString();
   const agent = { agent_id: '6f1c1c5e-8f0a-4d59-9a53-3b0f3f6f2b11', connected: online, online, last_seen_at: online ? now : null,
-    version: online ? '1.4.0' : '', hostname: online ? 'edge-7' : '', token_issued_at: now };
+    version: online ? '1.4.0' : '', hostname: online ? 'edge-7' : '', gateway: online ? 'edge-gw-1' : '', capability: online ? 1 : 0, token_issued_at: now };
   const srv = { ...servers[3], id: 's-agent', name: 'edge-7', host: '', port: 0, transport: 'agent', host_key_fingerprint: '', agent };
   const token = 'lcmenroll_eyJhZ2VudF9pZCI6IjZmMWMxYzVlLThmMGEtNGQ1OS05YTUzLTNiMGYzZjZmMmIxMSJ9';
   const sha = '9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08';

@@ -55,6 +55,9 @@ test('add a server via the agent: token, install command, live wait, agent state
     await page.getByRole('heading', { name: 'edge-e2e', level: 1 }).waitFor();
     assert.equal((await page.getByTestId('agent-status').textContent()).trim(), 'Online');
     assert.notEqual((await page.getByTestId('agent-version').textContent()).trim(), '—');
+    // The gateway it is connected to (the listener inside lcm-api) and its protocol.
+    assert.match((await page.getByTestId('agent-gateway').textContent()).trim(), /^lcm-api@/);
+    assert.equal((await page.getByTestId('agent-capability').textContent()).trim(), 'v1');
 
     // A new token disconnects the running agent.
     await page.getByRole('button', { name: 'Regenerate token…' }).click();

@@ -48,15 +48,51 @@ test('automation: group schedules and rules, run now with history, custom action
     await sch.getByTestId('rule').filter({ hasText: 'Refresh inventory' }).waitFor();
     await bothThemes(page, 'schedules and rules');
 
-    await sch.getByRole('button', { name: 'Run now' }).click();
+    await sch.getByRole('button', { name: 'Run now', exact: true }).click();
     await page.getByText('Run started.').waitFor();
     await sch.getByRole('button', { name: 'History' }).click();
     await sch.getByTestId('run').filter({ hasText: 'manual' }).waitFor();
-    await sch.getByRole('button', { name: 'Disable' }).click();
+    await sch.getByRole('button', { name: 'Disable', exact: true }).click();
     await sch.getByText('disabled', { exact: true }).waitFor();
-    const list = await apiFetch(api.base, `/api/v1/server-groups/${g.json.id}/schedules`, { headers: auth });
+    let list = await apiFetch(api.base, `/api/v1/server-groups/${g.json.id}/schedules`, { headers: auth });
     assert.equal(list.json.schedules[0].enabled, false);
     assert.equal(list.json.schedules[0].rules[0].type, 'refresh');
+
+    // Rules: a second one, moved above the first, disabled and enabled
+    // again (POST /rules/{id}/disable|enable).
+    await sch.getByLabel('Rule type').selectOption('health-check');
+    await sch.getByRole('button', { name: 'Add rule' }).click();
+    await sch.getByTestId('rule').filter({ hasText: 'Health check' }).waitFor();
+    await sch.getByRole('button', { name: 'Move up rule Health check' }).click();
+    await page.getByText('Rule moved.').waitFor();
+    await sch.getByTestId('rule').first().filter({ hasText: 'Health check' }).waitFor();
+    list = await apiFetch(api.base, `/api/v1/server-groups/${g.json.id}/schedules`, { headers: auth });
+    assert.deepEqual(list.json.schedules[0].rules.map((r) => r.type), ['health-check', 'refresh']);
+    await sch.getByRole('button', { name: 'Disable rule Refresh inventory' }).click();
+    await sch.getByTestId('rule').filter({ hasText: 'Refresh inventory' }).getByText('(disabled)').waitFor();
+    list = await apiFetch(api.base, `/api/v1/server-groups/${g.json.id}/schedules`, { headers: auth });
+    assert.equal(list.json.schedules[0].rules.find((r) => r.type === 'refresh').enabled, false);
+    await sch.getByRole('button', { name: 'Enable rule Refresh inventory' }).click();
+    await sch.getByRole('button', { name: 'Disable rule Refresh inventory' }).waitFor();
+
+    // Edit the schedule: a new cron and four eyes for every run.
+    await sch.getByRole('button', { name: 'Edit' }).click();
+    const edit = sch.getByTestId('schedule-edit');
+    await edit.getByLabel('Cron').fill('15 4 * * *');
+    await edit.getByLabel("Each run needs a second person's approval").check();
+    await bothThemes(page, 'schedule edit form');
+    await edit.getByRole('button', { name: 'Save schedule' }).click();
+    await page.getByText('Schedule saved.').waitFor();
+    await sch.getByTestId('needs-approval').waitFor();
+    await sch.getByText('15 4 * * *').waitFor();
+    list = await apiFetch(api.base, `/api/v1/server-groups/${g.json.id}/schedules`, { headers: auth });
+    assert.equal(list.json.schedules[0].cron, '15 4 * * *');
+    assert.equal(list.json.schedules[0].requires_approval, true);
+    // Running one rule now: it asks for approval instead of running.
+    await sch.getByRole('button', { name: 'Run now: rule Health check' }).click();
+    await page.getByText(/Not started: approval: .*approval_pending|Not started: approval: approval .* requested/).waitFor();
+    const aps = await apiFetch(api.base, '/api/v1/approvals?status=pending', { headers: auth });
+    assert.equal(aps.json.approvals.filter((a) => a.kind === 'schedule-run').length, 1, aps.text);
 
     // Custom actions.
     await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Custom actions' }).click();
@@ -64,9 +100,12 @@ test('automation: group schedules and rules, run now with history, custom action
     await page.getByRole('button', { name: 'New custom action' }).click();
     await page.getByLabel('Name').fill('disk usage');
     await page.getByLabel('Commands, one per line (run as root)').fill('df -h\ndu -sh /var/log');
+    await page.getByLabel("Each run needs a second person's approval").check();
     await bothThemes(page, 'custom action dialog');
     await page.getByRole('dialog').getByRole('button', { name: 'Save' }).click();
-    await page.getByTestId('custom-action').filter({ hasText: 'du -sh /var/log' }).waitFor();
+    await page.getByTestId('custom-action').filter({ hasText: 'du -sh /var/log' }).filter({ hasText: 'needs approval' }).waitFor();
+    const cas = await apiFetch(api.base, '/api/v1/custom-actions', { headers: auth });
+    assert.equal(cas.json.custom_actions[0].requires_approval, true, cas.text);
     await bothThemes(page, 'custom actions');
 
     // System schedules: one registry with next runs.

@@ -395,16 +395,23 @@ export function rolloutFixtures(servers) {
   return {
     'GET /api/v1/rollouts': { rollouts: [{ ...rollout, batch_list: undefined }, done] },
     'GET /api/v1/rollouts/actions': { actions: [
-      { name: 'all-updates', label: 'All updates', reboots: false },
-      { name: 'reboot-if-required', label: 'Reboot if required', reboots: true },
-      { name: 'security-updates', label: 'Security updates', reboots: false },
+      { name: 'all-updates', label: 'All updates', reboots: false, requires_approval: false },
+      { name: 'reboot-if-required', label: 'Reboot if required', reboots: true, requires_approval: false },
+      { name: 'security-updates', label: 'Security updates', reboots: false, requires_approval: false },
+      { name: 'custom:ca-1', label: 'Custom action: Disk usage', reboots: false, requires_approval: true },
     ] },
+    // The approval policy is on: the page shows it and says so in the form.
+    'GET /api/v1/settings/rollouts': { require_approval: true },
     'GET /api/v1/rollouts/r-demo': rollout,
     'POST /api/v1/rollouts': plan,
     'GET /api/v1/approvals': { approvals: [
       approval('a-1', 'pending', false),
       approval('a-2', 'pending', true),
       approval('a-3', 'rejected', false, { decided_by: 'u-admin', decider_name: 'admin', comment: 'not during the freeze', decided_at: iso(-300e3) }),
+      approval('a-4', 'pending', false, { kind: 'schedule-run', ref_id: 'sch-1', summary: 'Nightly patching', permission: 'rules:manage',
+        payload: { subject: 'Nightly patching', targets: ['s-1', 's-2'], action: 'schedule-rules:9f2c', detail: { schedule: 'Nightly patching', group_id: 'g-prod', rules: ['security-updates', 'reboot-if-required'], servers: 2 } } }),
+      approval('a-5', 'pending', false, { kind: 'custom-action-run', ref_id: 'ca-1', summary: 'Disk usage', permission: 'rules:manage',
+        payload: { subject: 'Disk usage', targets: ['s-1'], action: 'commands:77ab', detail: { custom_action: 'Disk usage', commands: ['df -h', 'du -sh /var/log'], servers: ['web-01'] } } }),
     ] },
   };
 }
@@ -507,10 +514,11 @@ export function automationFixtures() {
   const at = (m) => new Date(Date.now() - m * 60e3).toISOString();
   const sch = {
     id: 'sch-1', group_id: 'g-prod', name: 'Nightly patching', cron: '30 2 * * *', time_zone: 'Europe/Berlin', window_start: '02:00', window_end: '05:00',
-    outside_window: 'wait', enabled: true, requires_approval: false, last_run_at: at(600), next_run_at: at(-600), created_at: at(9000), updated_at: at(900),
+    outside_window: 'wait', enabled: true, requires_approval: true, last_run_at: at(600), next_run_at: at(-600), created_at: at(9000), updated_at: at(900),
+    created_by: 'u-admin', updated_by: 'u-admin',
     rules: [
       { id: 'r-1', schedule_id: 'sch-1', position: 0, type: 'security-updates', params: {}, enabled: true },
-      { id: 'r-2', schedule_id: 'sch-1', position: 1, type: 'reboot-if-required', params: {}, enabled: true },
+      { id: 'r-2', schedule_id: 'sch-1', position: 1, type: 'reboot-if-required', params: {}, enabled: false },
     ],
   };
   return {
@@ -520,7 +528,7 @@ export function automationFixtures() {
     'GET /api/v1/schedules/sch-1/history': { runs: [{ id: 'run-1', schedule_id: 'sch-1', trigger: 'cron', status: 'success', reason: '', due_at: at(600), started_at: at(600), finished_at: at(590), created_at: at(600),
       steps: [{ rule_id: 'r-1', type: 'security-updates', status: 'success', items: [{ server_id: 's-1', server_name: 'web-01', job_id: 'j-demo', status: 'success' },
         { server_id: 's-2', server_name: 'web-02', skipped: 'maintenance', reason: 'the server is in maintenance mode' }] }] }] },
-    'GET /api/v1/custom-actions': { custom_actions: [{ id: 'ca-1', name: 'Disk usage', description: 'Where the space went', commands: ['df -h', 'du -sh /var/log'], requires_approval: false }] },
+    'GET /api/v1/custom-actions': { custom_actions: [{ id: 'ca-1', name: 'Disk usage', description: 'Where the space went', commands: ['df -h', 'du -sh /var/log'], requires_approval: true }] },
     'GET ~/api/v1/servers/s-[0-9]+/maintenance': { maintenance: { active: true, reason: 'Disk swap', started_by: 'admin', started_at: at(30), ends_at: at(-90) },
       rule_conflicts: [{ rule_type: 'security-updates', winner: 'Production', superseded: ['Staging'], tie: true, warning: 'groups "Production" and "Staging" both schedule security-updates with priority 100: the older group "Production" wins; give them different priorities' }] },
     'GET /api/v1/system/schedules/overview': { schedules: [

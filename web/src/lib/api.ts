@@ -218,7 +218,9 @@ export const api = {
   bulk: (b: { action: BulkAction; server_ids?: string[]; group_id?: string; all?: boolean }) => post<BulkRun>(`${V}/jobs/bulk`, b),
   bulkRun: (id: string) => get<BulkRun>(`${V}/jobs/bulk/${enc(id)}`),
   /** "Update all": security updates on every server the caller may manage (one run at a time). */
-  updateAll: () => post<BulkRun>(`${V}/security/update-all`),
+  // Under the approval policy (rollouts.require_approval) it answers with
+  // the rollout that waits for approval instead of a bulk run.
+  updateAll: () => post<BulkRun | { rollout_id: string; status: string; approval_id: string }>(`${V}/security/update-all`),
 
   // Portal messages
   visibleAnnouncements: () => get<Announcement[]>(`${V}/announcements/visible`, { quiet401: true }),

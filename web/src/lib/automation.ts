@@ -10,14 +10,14 @@ export interface Rule { id: string; schedule_id: string; position: number; type:
 export interface Schedule {
   id: string; group_id: string; name: string; cron: string; time_zone: string; window_start: string; window_end: string;
   outside_window: 'wait' | 'skip'; enabled: boolean; requires_approval: boolean; last_run_at: string | null; next_run_at: string | null;
-  rules: Rule[];
+  created_by: string; updated_by: string; rules: Rule[];
 }
 export type ScheduleInput = Partial<Pick<Schedule, 'name' | 'cron' | 'time_zone' | 'window_start' | 'window_end' | 'outside_window' | 'enabled' | 'requires_approval'>>;
 export interface RunItem { server_id: string; server_name?: string; job_id?: string; status?: string; skipped?: string; reason?: string }
 export interface RunStep { rule_id: string; type: string; bulk_id?: string; status: string; reason?: string; items: RunItem[] }
 export interface ScheduleRun {
   id: string; schedule_id: string; trigger: string; status: string; reason: string; due_at: string;
-  started_at: string | null; finished_at: string | null; created_at: string; steps: RunStep[];
+  started_at: string | null; finished_at: string | null; created_at: string; requested_by: string; steps: RunStep[];
 }
 export interface GroupAutomation { group_id: string; priority: number; window_start: string; window_end: string; window_tz: string }
 export interface CustomAction { id: string; name: string; description: string; commands: string[]; requires_approval: boolean }
@@ -52,6 +52,8 @@ export const auto = {
     post<Rule>(`${V}/server-groups/${enc(groupId)}/rules/define`, b),
   updateRule: (id: string, b: Partial<Rule>) => request<Rule>('PATCH', `${V}/rules/${enc(id)}/update`, b),
   removeRule: (id: string) => request<void>('DELETE', `${V}/rules/${enc(id)}/remove`),
+  setRuleEnabled: (id: string, on: boolean) => post<Rule>(`${V}/rules/${enc(id)}/${on ? 'enable' : 'disable'}`),
+  triggerRule: (id: string) => post<ScheduleRun>(`${V}/rules/${enc(id)}/trigger-now`),
   groupSettings: (groupId: string) => get<GroupAutomation>(`${V}/server-groups/${enc(groupId)}/automation`),
   saveGroupSettings: (groupId: string, b: Omit<GroupAutomation, 'group_id'>) =>
     request<GroupAutomation>('PUT', `${V}/server-groups/${enc(groupId)}/automation`, b),

@@ -84,6 +84,15 @@ export interface RolloutAction {
   name: string;
   label: string;
   reboots: boolean;
+  /** A custom action that requires approval: its rollouts wait for one. */
+  requires_approval: boolean;
+}
+
+/** POST /security/update-all under the approval policy. */
+export interface UpdateAllRollout {
+  rollout_id: string;
+  status: 'awaiting_approval';
+  approval_id: string;
 }
 
 export interface Approval {
@@ -115,6 +124,8 @@ export const rolloutApi = {
   plan: (r: RolloutRequest) => request<Plan>('POST', `${V}/rollouts`, { ...r, dry_run: true }),
   create: (r: RolloutRequest) => request<Rollout>('POST', `${V}/rollouts`, r),
   control: (id: string, op: 'pause' | 'resume' | 'abort', body?: unknown) => request<Rollout>('POST', `${V}/rollouts/${enc(id)}/${op}`, body),
+  settings: () => request<{ require_approval: boolean }>('GET', `${V}/settings/rollouts`),
+  saveSettings: (require_approval: boolean) => request<{ require_approval: boolean }>('PUT', `${V}/settings/rollouts`, { require_approval }),
   approvals: (status = '') => request<{ approvals: Approval[] }>('GET', `${V}/approvals${status ? `?status=${enc(status)}` : ''}`),
   decide: (id: string, approve: boolean, comment: string) =>
     request<Approval>('POST', `${V}/approvals/${enc(id)}/${approve ? 'approve' : 'reject'}`, { comment }),

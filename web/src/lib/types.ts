@@ -142,6 +142,10 @@ export interface AgentState {
   last_seen_at: string | null;
   version: string;
   hostname: string;
+  /** Name of the gateway it is (or was last) connected to. */
+  gateway: string;
+  /** Agent protocol capability version (0 before its first status). */
+  capability: number;
   token_issued_at: string | null;
 }
 
