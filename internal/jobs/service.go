@@ -208,7 +208,7 @@ func (s *Service) submit(ctx context.Context, srv domain.Server, kind domain.Job
 	}
 	if sim := s.simulator.Load(); sim != nil {
 		if run, ok := (*sim)(ctx, job); ok {
-			go s.simulate(job, run, s.SimulatedDelay)
+			safe.Go("simulated job", func() { s.simulate(job, run, s.SimulatedDelay) })
 			s.log.Info("job submitted (simulated)", "job_id", job.ID, "job_name", kind, "server_id", srv.ID)
 			return job, nil
 		}
