@@ -133,8 +133,8 @@ func unreachable(err error) bool {
 // execute runs the job's action; a DataAction's payload is returned for
 // the final state message.
 func (w *Worker) execute(ctx context.Context, jm bus.JobMsg, c credbox.Credentials, out *output) (actions.Result, []byte, error) {
-	if testJobHook != nil {
-		testJobHook(jm.Kind)
+	if h := testJobHook.Load(); h != nil {
+		(*h)(jm.Kind)
 	}
 	act, err := actions.For(domain.JobKind(jm.Kind))
 	if err != nil {

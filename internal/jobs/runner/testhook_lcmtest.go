@@ -12,6 +12,7 @@ import "os"
 // only the variable, keeps the trigger out of them.
 func init() {
 	if os.Getenv("LCM_TEST_PANIC_JOBS") == "1" {
-		testJobHook = func(kind string) { panic("lcmtest: injected panic in a " + kind + " job") }
+		f := func(kind string) { panic("lcmtest: injected panic in a " + kind + " job") }
+		testJobHook.Store(&f)
 	}
 }
