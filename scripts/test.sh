@@ -16,7 +16,7 @@ log() { printf '\n=== %s ===\n' "$*"; }
 # DNS, an SMTP sink, chromium for the UI, ansible for the comparison bench.
 packages=(openssh-server openssh-client sudo debootstrap debian-archive-keyring util-linux iproute2 procps
   ffmpeg espeak-ng pocketsphinx pocketsphinx-en-us dnsutils bind9-utils python3-aiosmtpd chromium ansible
-  docker-registry skopeo podman runc buildah podman-compose)
+  docker-registry skopeo podman runc buildah podman-compose systemd)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

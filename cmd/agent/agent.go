@@ -67,6 +67,7 @@ func runAgent(ctx context.Context, args []string, stderr io.Writer) error {
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})).With("agent_id", cfg.AgentID)
 	log.Info("lcm-agent starting", "version", version.Get().String(name), "gateway", cfg.GatewayURL)
 	a := &agent{cfg: cfg, log: log}
+	defer notifySystemd(ctx)()
 	return a.run(ctx)
 }
 

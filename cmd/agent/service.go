@@ -34,9 +34,13 @@ StartLimitIntervalSec=300
 StartLimitBurst=5
 
 [Service]
-Type=simple
+Type=notify
+# READY=1 at start, WATCHDOG=1 while the process runs (gateway outages are
+# handled by the agent's own reconnect); 90 s without one: restart.
+WatchdogSec=90
+NotifyAccess=main
 ExecStart=%s run -config %s
-Restart=on-failure
+Restart=always
 RestartSec=5
 KillMode=mixed
 TimeoutStopSec=30
