@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -82,6 +83,32 @@ func TestUpdatesRoutes(t *testing.T) {
 			entries, n, err := e.st.ListAudit(context.Background(), store.AuditFilter{Action: "system.update_checked", Limit: 10})
 			if err != nil || n != 1 || entries[0].Target != "system:update" {
 				t.Errorf("audit entries: %d %+v, %v", n, entries, err)
+			}
+
+			// Self-update: LCM installs nothing itself; it says so, with the
+			// steps for the update the check found; POST is refused and
+			// changes nothing.
+			r = e.do(req{method: http.MethodGet, path: "/api/v1/system/self-update", token: adm})
+			var su updates.SelfUpdate
+			r.json(t, &su)
+			if r.code != http.StatusOK || su.Supported || su.Installation != updates.InstalledBinary || su.Latest != "1.3.0" || !su.UpdateAvailable ||
+				fmt.Sprint(su.Packages) != "[lcm_1.3.0_amd64.deb]" || len(su.Instructions) < 2 || su.Docs != "updates" || su.Reason == "" {
+				t.Fatalf("self-update status: %d %+v", r.code, su)
+			}
+			_, before, _ := e.st.ListAudit(context.Background(), store.AuditFilter{Limit: 1})
+			r = e.do(req{method: http.MethodPost, path: "/api/v1/system/self-update", token: adm})
+			if r.code != http.StatusConflict || r.code2(t) != "self_update_unsupported" {
+				t.Fatalf("POST self-update: %d %s", r.code, r.body)
+			}
+			if _, after, _ := e.st.ListAudit(context.Background(), store.AuditFilter{Limit: 1}); after != before {
+				t.Errorf("a refused self-update left %d audit entries", after-before)
+			}
+			e.createUser(adm, "mgr", "Tq8#vLz2!pR9wXc4", "manager")
+			mgr := e.login("mgr", "Tq8#vLz2!pR9wXc4")
+			for _, m := range []string{http.MethodGet, http.MethodPost} {
+				if r := e.do(req{method: m, path: "/api/v1/system/self-update", token: mgr}); r.code != http.StatusForbidden {
+					t.Errorf("manager %s self-update: %d", m, r.code)
+				}
 			}
 		})
 	}

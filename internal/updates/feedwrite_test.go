@@ -1,9 +1,16 @@
 package updates
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/lcmproject/lcm/internal/domain"
+	"github.com/lcmproject/lcm/internal/testutil/storetest"
 )
 
 // TestFeedAdd: the writer keeps a channel newest first, replaces a release
@@ -54,5 +61,51 @@ func TestFeedAdd(t *testing.T) {
 	back, err := ParseFeed(b)
 	if err != nil || fmt.Sprint(back) != fmt.Sprint(f) {
 		t.Fatalf("round trip: %v\n%v\n%v", err, back, f)
+	}
+}
+
+// TestSelfUpdate: the self-update answer is "not supported" with steps for
+// how this instance is installed: apt-get install of the feed's lcm and
+// lcm-worker packages for the Debian package, replacing the binary
+// otherwise; POST is refused with self_update_unsupported.
+func TestSelfUpdate(t *testing.T) {
+	ctx := context.Background()
+	st := storetest.Open(t, "")
+	var body atomic.Value
+	f := NewFeed()
+	if err := f.Add("community", Release{Version: "1.3.0", PublishedAt: time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC), Checksums: map[string]string{
+		"lcm_1.3.0_amd64.deb": sum, "lcm-worker_1.3.0_amd64.deb": sum, "lcm-agent_1.3.0_amd64.deb": sum}}); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := f.Encode()
+	body.Store(string(b))
+	var status atomic.Int32
+	srv := feedServer(t, &body, &status)
+	for _, tc := range []struct {
+		exe, kind, step string
+	}{
+		{"/usr/lib/lcm/lcm-api", InstalledPackage, "apt-get install ./lcm-worker_1.3.0_amd64.deb ./lcm_1.3.0_amd64.deb"},
+		{"/opt/lcm/lcm-api", InstalledBinary, "replace its binary with the one of 1.3.0"},
+	} {
+		svc := New(Options{Store: st, FeedURL: srv.URL, Current: "1.2.0", Executable: tc.exe})
+		before, err := svc.SelfUpdate(ctx)
+		if err != nil || before.Supported || before.UpdateAvailable || before.Latest != "" || len(before.Packages) != 0 {
+			t.Fatalf("%s before a check: %+v %v", tc.exe, before, err)
+		}
+		if _, err := svc.Check(ctx); err != nil {
+			t.Fatal(err)
+		}
+		su, err := svc.SelfUpdate(ctx)
+		if err != nil || su.Supported || su.Installation != tc.kind || !su.UpdateAvailable || su.Latest != "1.3.0" || len(su.Packages) != 3 ||
+			!strings.Contains(strings.Join(su.Instructions, "\n"), tc.step) {
+			t.Fatalf("%s: %+v %v", tc.exe, su, err)
+		}
+		var de *domain.Error
+		if err := svc.StartSelfUpdate(ctx); !errors.As(err, &de) || de.Code != "self_update_unsupported" || de.Kind != domain.ErrConflict {
+			t.Fatalf("start: %v", err)
+		}
+		if err := st.PutSetting(ctx, SettingLast, nil); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

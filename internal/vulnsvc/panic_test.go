@@ -25,7 +25,9 @@ func (panickingScanner) Scan(context.Context, string, *cdx.BOM) ([]vulndb.Findin
 func (panickingScanner) Status(context.Context) (bus.ScannerStatus, bool) {
 	return bus.ScannerStatus{Enabled: true, Engine: "osv"}, true
 }
-func (panickingScanner) Upload(context.Context, string, io.ReaderAt, int64) (int, error) { return 0, nil }
+func (panickingScanner) Upload(context.Context, string, io.ReaderAt, int64) (int, error) {
+	return 0, nil
+}
 
 // TestScanPanicIsRecovered: a scan goroutine that panics (one per package
 // set) is recovered, logged and counted; the fleet scan and a rescan after
