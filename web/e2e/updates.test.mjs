@@ -80,6 +80,7 @@ test('update check: Check now, the admin notice, the stored result, axe in both 
       await p.goto(`${api.base}/#/admin/updates`);
       await p.getByTestId('update-notice').waitFor();
       await p.getByTestId('latest-version').waitFor();
+      await p.getByTestId('self-update').getByText(/to install 9\.9\.0/).waitFor();
       assert.equal(await p.evaluate(() => document.documentElement.dataset.theme), theme);
       await expectNoAxeViolations(p, `updates page with notice (${theme})`);
       await p.close();
