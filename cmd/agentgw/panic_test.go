@@ -71,7 +71,7 @@ func TestTenPanicsRestartTheGateway(t *testing.T) {
 	safe.Go("test goroutine", func() { panic("injected") })
 	select {
 	case err := <-done:
-		var ec exitCode
+		var ec health.ExitError
 		if !errors.As(err, &ec) || int(ec) != health.ExitSelfRestart {
 			t.Fatalf("run ended with %v, want exit code %d", err, health.ExitSelfRestart)
 		}

@@ -17,9 +17,8 @@ import (
 
 	"github.com/lcmproject/lcm/internal/agentgw"
 	"github.com/lcmproject/lcm/internal/bus"
-	"github.com/lcmproject/lcm/internal/health"
+	"github.com/lcmproject/lcm/internal/health/guard"
 	"github.com/lcmproject/lcm/internal/metrics"
-	"github.com/lcmproject/lcm/internal/safe"
 	"github.com/lcmproject/lcm/internal/version"
 	"github.com/lcmproject/lcm/pkg/agentproto"
 )
@@ -150,26 +149,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer b.Close()
-	// Self-healing as in lcm-api: recovered panics (hooks, the agent
-	// listener, the revalidation loop) are counted; 10 in 15 minutes, or
-	// 5 failed NATS checks in a row, stop the gateway gracefully with exit
-	// code 70 for its supervisor to start it afresh.
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	exitCh := make(chan int, 1)
-	mon := health.New(func(context.Context) error {
+	// Self-healing as in lcm-api (guard.Run): recovered panics (hooks, the
+	// agent listener, the revalidation loop) are counted; 10 in 15
+	// minutes, or 5 failed NATS checks in a row, stop the gateway
+	// gracefully with exit code 70 for its supervisor to start it afresh.
+	return guard.Run(ctx, log, func(context.Context) error {
 		if !b.Healthy() {
 			return errors.New("not connected to NATS")
 		}
 		return nil
-	}, func(code int) {
-		select {
-		case exitCh <- code:
-		default:
-		}
-	}, log)
-	safe.SetRecorder(mon, log)
-	go safe.Supervise(ctx, "health monitor", func(ctx context.Context) error { mon.Run(ctx); return nil })
+	}, func(ctx context.Context) error { return serveGateway(ctx, o, b, ln, pair, log) })
+}
+
+// serveGateway runs the gateway on ln until ctx ends, then disconnects the
+// agents and drains HTTP.
+func serveGateway(ctx context.Context, o options, b *bus.Bus, ln net.Listener, pair tls.Certificate, log *slog.Logger) error {
 	creds, err := agentBucket(ctx, b, log)
 	if err != nil {
 		ln.Close()
@@ -201,17 +195,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	go func() { served <- srv.ServeTLS(ln, "", "") }()
 	log.Info("lcm-agentgw started", "version", version.Get().String(name), "listen", ln.Addr().String(),
 		"tls_sha256", agentproto.FingerprintSHA256(pair.Certificate[0]))
-	mon.Ready()
-	var result error
 	select {
 	case <-ctx.Done():
 	case err := <-served:
 		return fmt.Errorf("agent listener: %w", err)
-	case code := <-exitCh:
-		log.Error("lcm-agentgw restarting", "exit_code", code)
-		result = exitCode(code)
 	}
-	mon.Stopping()
 	log.Info("lcm-agentgw stopping")
 	_ = gw.Close() // disconnects agents (hijacked connections Shutdown does not see)
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
@@ -219,11 +207,5 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := srv.Shutdown(sctx); err != nil {
 		srv.Close()
 	}
-	return result
+	return nil
 }
-
-// exitCode ends the process with a specific code (70: controlled restart)
-// without printing an error.
-type exitCode int
-
-func (e exitCode) Error() string { return fmt.Sprintf("exit code %d", int(e)) }

@@ -13,13 +13,15 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/lcmproject/lcm/internal/health"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
-	var ec exitCode
+	var ec health.ExitError
 	if errors.As(err, &ec) {
 		os.Exit(int(ec))
 	}

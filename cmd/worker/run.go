@@ -13,10 +13,9 @@ import (
 	"strings"
 
 	"github.com/lcmproject/lcm/internal/bus"
-	"github.com/lcmproject/lcm/internal/health"
+	"github.com/lcmproject/lcm/internal/health/guard"
 	"github.com/lcmproject/lcm/internal/jobs/runner"
 	"github.com/lcmproject/lcm/internal/metrics"
-	"github.com/lcmproject/lcm/internal/safe"
 	"github.com/lcmproject/lcm/internal/version"
 )
 
@@ -117,50 +116,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("-metrics-addr: %w", err)
 	}
 	log.Info("=== LCM worker starting ===", "version", version.Get().String(name), "worker", w.ID(), "nats", o.natsURL)
-	return supervise(ctx, b, w, log)
-}
-
-// supervise runs the worker under the health monitor, as lcm-api runs: every
-// recovered panic is counted (safe.SetRecorder) and 10 in 15 minutes, or
-// 5 failed NATS checks in a row (75 s without a connection although the
-// client reconnects by itself), end the process with exit code 70 after a
-// graceful stop, for systemd to start it afresh. Under systemd (Type=notify)
-// it sends READY=1 and WATCHDOG=1 heartbeats while connected.
-func supervise(ctx context.Context, b *bus.Bus, w *runner.Worker, log *slog.Logger) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	exitCh := make(chan int, 1)
-	mon := health.New(func(context.Context) error {
+	// Self-healing as in lcm-api (guard.Run): 10 recovered panics in 15
+	// minutes, or 5 failed NATS checks in a row (75 s without a connection
+	// although the client reconnects by itself), stop the worker gracefully
+	// with exit code 70; under systemd it sends READY=1 and WATCHDOG=1 while
+	// connected.
+	return guard.Run(ctx, log, func(context.Context) error {
 		if !b.Healthy() {
 			return errors.New("not connected to NATS")
 		}
 		return nil
-	}, func(code int) {
-		select {
-		case exitCh <- code:
-		default:
-		}
-	}, log)
-	safe.SetRecorder(mon, log)
-	go safe.Supervise(ctx, "health monitor", func(ctx context.Context) error { mon.Run(ctx); return nil })
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
-	mon.Ready()
-	select {
-	case err := <-done:
-		mon.Stopping()
-		return err
-	case code := <-exitCh:
-		mon.Stopping()
-		log.Error("=== LCM worker restarting ===", "exit_code", code)
-		cancel() // running jobs get the shutdown grace, as on SIGTERM
-		<-done
-		return exitCode(code)
-	}
+	}, w.Run)
 }
-
-// exitCode ends the process with a specific code (70: controlled restart)
-// without printing an error.
-type exitCode int
-
-func (e exitCode) Error() string { return fmt.Sprintf("exit code %d", int(e)) }

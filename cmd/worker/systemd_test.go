@@ -87,7 +87,7 @@ func TestSystemdSupervisesWorker(t *testing.T) {
 		return st["NRestarts"] == fmt.Sprint(before+1) && st["ActiveState"] == "active" && st["MainPID"] != fmt.Sprint(first)
 	})
 	b, _ := os.ReadFile(logPath)
-	if !strings.Contains(string(b), "=== LCM worker restarting ===") {
+	if !strings.Contains(string(b), "stopping for a controlled restart") {
 		t.Fatal("no controlled restart in the output")
 	}
 }
