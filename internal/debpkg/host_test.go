@@ -174,6 +174,7 @@ func TestPackagesOnDebianHost(t *testing.T) {
 		"/etc/sudoers.d/lcm":                     "440 root root",
 		"/home/lcm/.ssh/authorized_keys":         "600 lcm lcm",
 		"/etc/lcm-agent":                         "700 root root",
+		"/etc/lcm-worker":                        "750 root lcm-worker",
 	} {
 		if got := d.must("stat -c '%a %U %G' " + path); got != want {
 			t.Errorf("%s: %s, want %s", path, got, want)
@@ -287,7 +288,7 @@ func TestPackagesOnDebianHost(t *testing.T) {
 	d.must("dpkg --remove lcm lcm-worker lcm-agent")
 	d.must("test -f /var/lib/lcm/lcm.db && test ! -e /usr/lib/lcm/lcm-api")
 	d.must("dpkg --purge lcm lcm-worker lcm-agent")
-	for _, p := range []string{"/var/lib/lcm", "/etc/lcm", "/etc/sudoers.d/lcm", "/usr/lib/lcm", "/lib/systemd/system/lcm-api.service", "/etc/lcm-agent",
+	for _, p := range []string{"/var/lib/lcm", "/etc/lcm", "/etc/sudoers.d/lcm", "/usr/lib/lcm", "/lib/systemd/system/lcm-api.service", "/etc/lcm-agent", "/etc/lcm-worker",
 		"/etc/systemd/system/multi-user.target.wants/lcm-api.service"} {
 		if _, ok := d.sh("test ! -e " + p); !ok {
 			t.Errorf("%s survived the purge", p)
