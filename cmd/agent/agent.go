@@ -70,6 +70,7 @@ func runAgent(ctx context.Context, args []string, stderr io.Writer) error {
 	a := &agent{cfg: cfg, log: log, state: newStateFile(*statePath, runState{PID: os.Getpid(), AgentID: cfg.AgentID,
 		GatewayURL: cfg.GatewayURL, TLSFingerprintSHA256: cfg.TLSFingerprintSHA256, Version: version.Get().Version,
 		Capability: agentproto.CapabilityVersion, State: stateConnecting, StartedAt: time.Now().UTC()})}
+	defer notifySystemd(ctx)()
 	return a.run(ctx)
 }
 

@@ -69,7 +69,11 @@ After=network-online.target
 StartLimitIntervalSec=0
 
 [Service]
-Type=simple
+Type=notify
+# READY=1 at start, WATCHDOG=1 while the process runs (gateway outages are
+# handled by the agent's own reconnect); 90 s without one: restart.
+WatchdogSec=90
+NotifyAccess=main
 ExecStart=%s run -config %s
 Restart=always
 RestartSec=5

@@ -17,6 +17,7 @@ import (
 
 	"github.com/lcmproject/lcm/internal/agentgw"
 	"github.com/lcmproject/lcm/internal/bus"
+	"github.com/lcmproject/lcm/internal/health/guard"
 	"github.com/lcmproject/lcm/internal/metrics"
 	"github.com/lcmproject/lcm/internal/version"
 	"github.com/lcmproject/lcm/pkg/agentproto"
@@ -149,6 +150,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer b.Close()
+	// Self-healing as in lcm-api (guard.Run): recovered panics (hooks, the
+	// agent listener, the revalidation loop) are counted; 10 in 15
+	// minutes, or 5 failed NATS checks in a row, stop the gateway
+	// gracefully with exit code 70 for its supervisor to start it afresh.
+	return guard.Run(ctx, log, func(context.Context) error {
+		if !b.Healthy() {
+			return errors.New("not connected to NATS")
+		}
+		return nil
+	}, func(ctx context.Context) error { return serveGateway(ctx, o, b, ln, pair, log) })
+}
+
+// serveGateway runs the gateway on ln until ctx ends, then disconnects the
+// agents and drains HTTP.
+func serveGateway(ctx context.Context, o options, b *bus.Bus, ln net.Listener, pair tls.Certificate, log *slog.Logger) error {
 	creds, err := agentBucket(ctx, b, log)
 	if err != nil {
 		ln.Close()

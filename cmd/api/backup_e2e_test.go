@@ -14,7 +14,8 @@ import (
 	"testing"
 	"time"
 
-	_ "github.com/glebarez/go-sqlite" // database/sql driver "sqlite"
+	_ "github.com/glebarez/go-sqlite"  // database/sql driver "sqlite"
+	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
 	"github.com/pquerna/otp/totp"
 
 	"github.com/lcmproject/lcm/internal/actions"
@@ -82,6 +83,14 @@ func testBackupRestore(t *testing.T, inst *fleetsim.Instance, dbURL, freshURL st
 	a, seed := seedInstance(t, a, inst, dbURL, env)
 	tok := login(t, a, "admin", seed.adminPassword)
 
+	// The instance's database is made one of an older LCM before the
+	// backup (a schema migration and a data migration undone, with their
+	// records), so the restore must migrate it: on SQLite and PostgreSQL.
+	if resp, body := a.Do("POST", "/api/v1/apikeys", tok, map[string]any{"name": "legacy", "scope": "read"}, nil); resp.StatusCode != http.StatusCreated {
+		t.Fatalf("api key: %d %s", resp.StatusCode, body)
+	}
+	makeOlder(t, dbURL, filepath.Join(dir, "data", store.SQLiteFileName))
+
 	// A backup now, from the API.
 	var made backup.Info
 	if resp, body := a.Do("POST", "/api/v1/system/backups/trigger-now", tok, nil, &made); resp.StatusCode != http.StatusCreated {
@@ -112,16 +121,11 @@ func testBackupRestore(t *testing.T, inst *fleetsim.Instance, dbURL, freshURL st
 	if code := a.Wait(20 * time.Second); code != health.ExitRestore {
 		t.Fatalf("exit code after staging a restore: %d, want %d\n%s", code, health.ExitRestore, a.Stderr())
 	}
-	if dbURL == "" {
-		olderBackup(t, filepath.Join(dir, "data", backup.StagedDirName, "database", "lcm.db"))
-	}
 	a = testutil.StartAPI(t, testutil.APIOptions{Dir: dir, Dev: true, DatabaseURL: dbURL, Env: env})
 	if !strings.Contains(a.Stderr(), "restore applied") {
 		t.Fatalf("no restore applied at start:\n%s", a.Stderr())
 	}
-	if dbURL == "" && !strings.Contains(a.Stderr(), "migration=portal/002_speech_settings") {
-		t.Fatalf("the older backup's database was not migrated:\n%s", a.Stderr())
-	}
+	checkMigrated(t, a, seed.adminPassword)
 	if resp, _ := a.Do("GET", "/api/v1/users", tok, nil, nil); resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("a session from before the restore: %d, want 401 (everyone signed out)", resp.StatusCode)
 	}
@@ -134,9 +138,6 @@ func testBackupRestore(t *testing.T, inst *fleetsim.Instance, dbURL, freshURL st
 		}
 	}
 	checkInstance(t, a, seed)
-	if resp, body := a.Do("GET", "/api/v1/settings/speech", tok, nil, nil); resp.StatusCode != http.StatusOK {
-		t.Fatalf("speech settings after migrating the restored database: %d %s", resp.StatusCode, body)
-	}
 
 	// Wipe: the instance is gone (directory, database); a fresh one comes
 	// up on an empty database with another admin password.
@@ -195,6 +196,7 @@ func testBackupRestore(t *testing.T, inst *fleetsim.Instance, dbURL, freshURL st
 	if b.AdminPassword != "" {
 		t.Fatal("the restored instance created a new admin")
 	}
+	checkMigrated(t, b, seed.adminPassword)
 	checkInstance(t, b, seed)
 }
 
@@ -376,20 +378,61 @@ func checkInstance(t *testing.T, a *testutil.API, s instanceSeed) {
 	}
 }
 
-// olderBackup turns the staged SQLite database into one of an LCM before
-// the last schema migration (its table and its record gone), so the start
-// that applies it must migrate it.
-func olderBackup(t *testing.T, path string) {
+// makeOlder turns the instance's database into one of an LCM from before
+// the last schema migration (its table and its record gone) and before the
+// API-key scopes (the data migration's record gone, the key "legacy"
+// without a scope), through the database itself: the SQLite file at
+// sqlitePath, or the PostgreSQL database at dbURL.
+func makeOlder(t *testing.T, dbURL, sqlitePath string) {
 	t.Helper()
-	db, err := sql.Open("sqlite", path)
+	driver, dsn := "sqlite", sqlitePath
+	if dbURL != "" {
+		driver, dsn = "pgx", dbURL
+	}
+	db, err := sql.Open(driver, dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	for _, q := range []string{"DROP TABLE speech_settings", "DELETE FROM schema_migrations WHERE id = 'portal/002_speech_settings'"} {
+	for _, q := range []string{
+		"DROP TABLE speech_settings",
+		"DELETE FROM schema_migrations WHERE id = 'portal/002_speech_settings'",
+		"UPDATE api_keys SET scope = '' WHERE name = 'legacy'",
+		"DELETE FROM update_migrations WHERE name = 'identity/api_key_scopes_readwrite'",
+	} {
 		if _, err := db.Exec(q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
+	}
+}
+
+// checkMigrated: the start that applied the older backup ran the schema
+// migration and the version-bound data migration it lacked (version.json
+// already named the running version), and their effects are there: the
+// speech settings answer, the key without a scope is readwrite again, the
+// other key kept its scope.
+func checkMigrated(t *testing.T, a *testutil.API, adminPassword string) {
+	t.Helper()
+	for _, want := range []string{"migration=portal/002_speech_settings", "ran the data migrations the database lacked",
+		"identity/api_key_scopes_readwrite"} {
+		if !strings.Contains(a.Stderr(), want) {
+			t.Fatalf("the older backup's database was not migrated (no %q):\n%s", want, a.Stderr())
+		}
+	}
+	tok := login(t, a, "admin", adminPassword)
+	if resp, body := a.Do("GET", "/api/v1/settings/speech", tok, nil, nil); resp.StatusCode != http.StatusOK {
+		t.Fatalf("speech settings after migrating the restored database: %d %s", resp.StatusCode, body)
+	}
+	var keys []struct{ Name, Scope string }
+	if resp, body := a.Do("GET", "/api/v1/apikeys", tok, nil, &keys); resp.StatusCode != http.StatusOK {
+		t.Fatalf("api keys: %d %s", resp.StatusCode, body)
+	}
+	scopes := map[string]string{}
+	for _, k := range keys {
+		scopes[k.Name] = k.Scope
+	}
+	if scopes["legacy"] != "readwrite" || scopes["ci"] != "read" {
+		t.Fatalf("api key scopes after the data migration: %v, want legacy readwrite and ci read", scopes)
 	}
 }
 

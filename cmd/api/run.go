@@ -207,7 +207,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 		}
 	}, log)
 	safe.SetRecorder(a.health, log)
-	go a.health.Run(ctx)
+	go safe.Supervise(ctx, "health monitor", func(ctx context.Context) error { a.health.Run(ctx); return nil })
 
 	scheme := "https"
 	if cfg.Dev {

@@ -10,6 +10,7 @@ import (
 	"github.com/lcmproject/lcm/internal/auth"
 	"github.com/lcmproject/lcm/internal/auth/mail"
 	"github.com/lcmproject/lcm/internal/bus"
+	"github.com/lcmproject/lcm/internal/safe"
 	"github.com/lcmproject/lcm/internal/store"
 )
 
@@ -40,7 +41,7 @@ func (a *app) wireAuth(ctx context.Context, listenerURL string, mailer *mail.Sen
 	if err != nil {
 		return nil, fmt.Errorf("auth epoch: %w", err)
 	}
-	go epoch.Run(ctx)
+	go safe.Supervise(ctx, "auth epoch", func(ctx context.Context) error { epoch.Run(ctx); return nil })
 	svc := auth.New(auth.Options{
 		Store: a.store, Hasher: hasher, Lockout: lock, RateLimit: rate, Epoch: epoch,
 		Mail: mailer,

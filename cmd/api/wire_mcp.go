@@ -5,6 +5,7 @@ import (
 
 	"github.com/lcmproject/lcm/internal/auth"
 	"github.com/lcmproject/lcm/internal/mcp"
+	"github.com/lcmproject/lcm/internal/safe"
 )
 
 // wireMCP prepares the MCP listener (issue 19): off by default, switched
@@ -13,6 +14,6 @@ import (
 func (a *app) wireMCP(ctx context.Context, authSvc *auth.Service) *mcp.Listener {
 	h := mcp.NewHandler(mcp.NewService(a.store), authSvc, a.log)
 	l := mcp.NewListener(a.store, a.cfg.MCPHost, a.cfg.MCPPort, h, a.log)
-	go l.Follow(ctx)
+	go safe.Supervise(ctx, "MCP listener follower", func(ctx context.Context) error { l.Follow(ctx); return nil })
 	return l
 }

@@ -58,7 +58,7 @@ func (a *app) wireSecurity(ctx context.Context, fl *fleet.Service, js *jobs.Serv
 			}
 		}
 		if len(ids) > 0 {
-			go svc.Rescan(context.WithoutCancel(ctx), ids)
+			safe.Go("vulnerability rescan", func() { svc.Rescan(context.WithoutCancel(ctx), ids) })
 		}
 		return make([]error, len(done))
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"os"
 
 	"github.com/lcmproject/lcm/internal/updates"
 	"github.com/lcmproject/lcm/internal/version"
@@ -11,8 +12,9 @@ import (
 // (config key updates, docs/updates.md).
 func (a *app) wireUpdates() {
 	u := a.cfg.Updates
+	exe, _ := os.Executable()
 	a.updates = updates.New(updates.Options{Store: a.store, FeedURL: u.FeedURL, Channel: u.Channel,
-		Current: version.Get().Version, DailyCheck: !u.DailyCheckDisabled, Log: a.log})
+		Current: version.Get().Version, DailyCheck: !u.DailyCheckDisabled, Log: a.log, Executable: exe})
 }
 
 // updateCheckTask is the daily update check of the schedule registry; nil

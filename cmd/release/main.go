@@ -3,14 +3,17 @@
 //
 //	go run ./cmd/release                      # plan for the current branch's channel
 //	go run ./cmd/release -channel beta        # plan a pre-release
-//	go run ./cmd/release -write -tag          # write VERSION and CHANGELOG.md, tag vX.Y.Z
+//	go run ./cmd/release -write -tag          # write VERSION and CHANGELOG.md, commit them, tag vX.Y.Z
 //
 // It prints the plan; -write updates VERSION and prepends the changelog
-// to CHANGELOG.md; -tag creates the annotated tag (only when the prepared
-// version has no tag yet, and never on develop). Exit 0 also when there is
-// nothing to release.
+// to CHANGELOG.md; with -tag too it commits both ("chore(release): X.Y.Z")
+// and then creates the annotated tag on that commit, so the tag holds the
+// new VERSION. -tag alone tags HEAD only when its committed VERSION is the
+// prepared version. Tags are made only when the prepared version has no tag
+// yet, and never on develop. Exit 0 also when there is nothing to release.
 //
 //	go run ./cmd/release packages             # Debian packages of bin/ into dist/ (make packages)
+//	go run ./cmd/release feed -feed F -channel C -version V -dist dist   # add a release to the feed
 package main
 
 import (
@@ -35,11 +38,14 @@ func run(args []string, out io.Writer, now time.Time) error {
 	if len(args) > 0 && args[0] == "packages" {
 		return runPackages(args[1:], out, now)
 	}
+	if len(args) > 0 && args[0] == "feed" {
+		return runFeed(args[1:], out, now)
+	}
 	fs := flag.NewFlagSet("release", flag.ContinueOnError)
 	dir := fs.String("repo", ".", "the repository's working tree")
 	channel := fs.String("channel", "", "develop, beta, community or enterprise (default: the current branch when it is one, else community)")
 	write := fs.Bool("write", false, "write VERSION and prepend the changelog to CHANGELOG.md")
-	tag := fs.Bool("tag", false, "create the annotated tag vX.Y.Z (after -write, commit first)")
+	tag := fs.Bool("tag", false, "create the annotated tag vX.Y.Z (with -write: after committing VERSION and CHANGELOG.md)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -87,6 +93,12 @@ func run(args []string, out io.Writer, now time.Time) error {
 			return err
 		}
 		fmt.Fprintf(out, "\nwrote VERSION (%s) and CHANGELOG.md\n", p.Next)
+		if *tag {
+			if err := repo.Commit("chore(release): "+p.Next.String(), "VERSION", "CHANGELOG.md"); err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "committed chore(release): %s\n", p.Next)
+		}
 	}
 	if *tag {
 		if err := repo.Tag(p.Next, "LCM "+p.Next.String()+" ("+p.Channel+")"); err != nil {

@@ -22,7 +22,8 @@ func git(t *testing.T, dir string, args ...string) string {
 }
 
 // TestWriteAndTag: on a throwaway repository the tool writes VERSION and
-// CHANGELOG.md, tags the release, and then has nothing more to release.
+// CHANGELOG.md, commits them, and tags that commit: the tag holds the new
+// VERSION and changelog.
 func TestWriteAndTag(t *testing.T) {
 	dir := t.TempDir()
 	git(t, dir, "init", "-q", "-b", "beta")
@@ -57,6 +58,19 @@ func TestWriteAndTag(t *testing.T) {
 	if tags := git(t, dir, "tag", "--list"); strings.TrimSpace(tags) != "v0.1.0-beta.1" {
 		t.Fatalf("tags %q", tags)
 	}
+	// The tag is on the release commit, which holds the new files.
+	if v := git(t, dir, "show", "v0.1.0-beta.1:VERSION"); v != "0.1.0-beta.1\n" {
+		t.Fatalf("VERSION in the tagged commit: %q", v)
+	}
+	if c := git(t, dir, "show", "v0.1.0-beta.1:CHANGELOG.md"); c != string(log) {
+		t.Fatalf("CHANGELOG.md in the tagged commit differs from the written one")
+	}
+	if subj := git(t, dir, "log", "-1", "--format=%s", "v0.1.0-beta.1"); subj != "chore(release): 0.1.0-beta.1\n" {
+		t.Fatalf("tagged commit %q", subj)
+	}
+	if st := git(t, dir, "status", "--porcelain"); st != "" {
+		t.Fatalf("working tree after -write -tag: %q", st)
+	}
 	// The stable channel still prepares 0.1.0 (a beta is no release).
 	out.Reset()
 	if err := run([]string{"-repo", dir, "-channel", "community"}, &out, time.Now()); err != nil {
@@ -67,5 +81,40 @@ func TestWriteAndTag(t *testing.T) {
 	}
 	if err := run([]string{"-repo", dir, "-channel", "stable"}, &out, time.Now()); err == nil {
 		t.Fatal("unknown channel accepted")
+	}
+}
+
+// TestTagNeedsTheCommittedVersion: -tag alone refuses a HEAD whose
+// committed VERSION is not the prepared version (the old order: tag, then
+// commit) and tags once VERSION is written and committed.
+func TestTagNeedsTheCommittedVersion(t *testing.T) {
+	dir := t.TempDir()
+	git(t, dir, "init", "-q", "-b", "community")
+	git(t, dir, "config", "user.email", "dev@example.test")
+	git(t, dir, "config", "user.name", "Dev")
+	git(t, dir, "config", "commit.gpgsign", "false")
+	git(t, dir, "config", "tag.gpgsign", "false")
+	if err := os.WriteFile(filepath.Join(dir, "VERSION"), []byte("0.0.0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	git(t, dir, "add", "VERSION")
+	git(t, dir, "commit", "-q", "-m", "feat: first")
+	now := time.Date(2026, 11, 24, 0, 0, 0, 0, time.UTC)
+	var out bytes.Buffer
+	if err := run([]string{"-repo", dir, "-tag"}, &out, now); err == nil || !strings.Contains(err.Error(), "commit first") {
+		t.Fatalf("-tag with VERSION 0.0.0 committed: %v\n%s", err, out.String())
+	}
+	if err := run([]string{"-repo", dir, "-write"}, &out, now); err != nil {
+		t.Fatal(err)
+	}
+	if err := run([]string{"-repo", dir, "-tag"}, &out, now); err == nil {
+		t.Fatal("-tag accepted an uncommitted VERSION")
+	}
+	git(t, dir, "commit", "-q", "-am", "chore(release): 0.1.0")
+	if err := run([]string{"-repo", dir, "-tag"}, &out, now); err != nil {
+		t.Fatal(err)
+	}
+	if v := git(t, dir, "show", "v0.1.0:VERSION"); v != "0.1.0\n" {
+		t.Fatalf("VERSION in the tagged commit: %q", v)
 	}
 }

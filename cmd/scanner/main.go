@@ -26,6 +26,8 @@ import (
 	"syscall"
 
 	"github.com/lcmproject/lcm/internal/bus"
+	"github.com/lcmproject/lcm/internal/health"
+	"github.com/lcmproject/lcm/internal/health/guard"
 	"github.com/lcmproject/lcm/internal/sbom"
 	"github.com/lcmproject/lcm/internal/scanner"
 	"github.com/lcmproject/lcm/internal/version"
@@ -36,6 +38,10 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
+	var ec health.ExitError
+	if errors.As(err, &ec) {
+		os.Exit(int(ec))
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "lcm-scanner:", err)
 		os.Exit(1)
@@ -123,7 +129,15 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		return fmt.Errorf("-engine %q: want osv or trivy", *engine)
 	}
 	log.Info("lcm-scanner serving", "db", *dir)
-	return s.Serve(ctx, b, *conc)
+	// Self-healing as in lcm-api (guard.Run): 10 recovered panics in 15
+	// minutes, or 5 failed NATS checks in a row, stop it gracefully with
+	// exit code 70 for its supervisor to start it afresh.
+	return guard.Run(ctx, log, func(context.Context) error {
+		if !b.Healthy() {
+			return errors.New("not connected to NATS")
+		}
+		return nil
+	}, func(ctx context.Context) error { return s.Serve(ctx, b, *conc) })
 }
 
 func scanFile(args []string, stdout, stderr io.Writer) error {

@@ -8,16 +8,23 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/lcmproject/lcm/internal/health"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
+	var ec health.ExitError
+	if errors.As(err, &ec) {
+		os.Exit(int(ec))
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "lcm-worker:", err)
 		os.Exit(1)

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/lcmproject/lcm/internal/bus"
+	"github.com/lcmproject/lcm/internal/health/guard"
 	"github.com/lcmproject/lcm/internal/jobs/runner"
 	"github.com/lcmproject/lcm/internal/metrics"
 	"github.com/lcmproject/lcm/internal/version"
@@ -115,5 +116,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("-metrics-addr: %w", err)
 	}
 	log.Info("=== LCM worker starting ===", "version", version.Get().String(name), "worker", w.ID(), "nats", o.natsURL)
-	return w.Run(ctx)
+	// Self-healing as in lcm-api (guard.Run): 10 recovered panics in 15
+	// minutes, or 5 failed NATS checks in a row (75 s without a connection
+	// although the client reconnects by itself), stop the worker gracefully
+	// with exit code 70; under systemd it sends READY=1 and WATCHDOG=1 while
+	// connected.
+	return guard.Run(ctx, log, func(context.Context) error {
+		if !b.Healthy() {
+			return errors.New("not connected to NATS")
+		}
+		return nil
+	}, w.Run)
 }

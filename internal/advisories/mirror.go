@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/lcmproject/lcm/internal/domain"
+	"github.com/lcmproject/lcm/internal/safe"
 	"github.com/lcmproject/lcm/internal/store"
 	"github.com/lcmproject/lcm/internal/vulndb"
 )
@@ -61,7 +62,11 @@ func (s *Service) StartMirror(ctx context.Context) error {
 	}
 	go func() {
 		defer s.mirrorMu.Unlock()
-		if _, err := s.mirror(context.WithoutCancel(ctx)); err != nil {
+		var err error
+		if safe.Do("advisory mirror", func() { _, err = s.mirror(context.WithoutCancel(ctx)) }) {
+			err = errors.New("internal error in the mirror run (logged with its stack)")
+		}
+		if err != nil {
 			s.run(ctx, "mirror", s.now(), nil, err)
 			s.log.Warn("advisory mirror failed", "err", err)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/mochi-mqtt/server/v2/packets"
 
 	"github.com/lcmproject/lcm/internal/bus"
+	"github.com/lcmproject/lcm/internal/safe"
 	"github.com/lcmproject/lcm/pkg/agentproto"
 )
 
@@ -157,7 +158,10 @@ func New(o Options) (*Gateway, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	g.stop = cancel
-	go g.revalidate(ctx, interval)
+	go func() { // a panic restarts the loop (recovered and counted)
+		defer close(g.done)
+		safe.Supervise(ctx, "agent revalidation", func(ctx context.Context) error { g.revalidate(ctx, interval); return nil })
+	}()
 	return g, nil
 }
 
@@ -240,7 +244,7 @@ func (g *Gateway) Handler() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSONError(w, http.StatusNotFound, "the agent listener serves only /mqtt", "not_found")
 	})
-	return mux
+	return safe.HTTP("agent listener", mux)
 }
 
 // revalidate disconnects connected agents whose record no longer admits
@@ -248,7 +252,6 @@ func (g *Gateway) Handler() http.Handler {
 // NATS hiccup must not drop the whole fleet, and a definite answer
 // (unknown, revoked, other secret) still disconnects at the next round.
 func (g *Gateway) revalidate(ctx context.Context, every time.Duration) {
-	defer close(g.done)
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {

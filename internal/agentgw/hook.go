@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,6 +13,7 @@ import (
 	mqtt "github.com/mochi-mqtt/server/v2"
 	"github.com/mochi-mqtt/server/v2/packets"
 
+	"github.com/lcmproject/lcm/internal/safe"
 	"github.com/lcmproject/lcm/pkg/agentproto"
 )
 
@@ -56,8 +56,7 @@ func (h *hook) OnConnectAuthenticate(cl *mqtt.Client, pk packets.Packet) (ok boo
 	agentID := string(pk.Connect.Username)
 	defer func() {
 		if r := recover(); r != nil {
-			h.log.Error("agent authentication panicked; connection rejected", "agent_id", safeID(agentID),
-				"remote", cl.Net.Remote, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			safe.Report("agent authentication (connection rejected)", r, "agent_id", safeID(agentID), "remote", cl.Net.Remote)
 			ok = false
 		}
 	}()
@@ -93,7 +92,7 @@ func (h *hook) OnConnectAuthenticate(cl *mqtt.Client, pk packets.Packet) (ok boo
 func (h *hook) OnACLCheck(cl *mqtt.Client, topic string, write bool) (ok bool) {
 	defer func() {
 		if r := recover(); r != nil {
-			h.log.Error("agent ACL check panicked; denied", "panic", fmt.Sprint(r))
+			safe.Report("agent ACL check (denied)", r)
 			ok = false
 		}
 	}()
@@ -119,7 +118,7 @@ func (h *hook) OnPublish(cl *mqtt.Client, pk packets.Packet) (out packets.Packet
 	}
 	defer func() {
 		if r := recover(); r != nil {
-			h.log.Error("agent publish hook panicked; message refused", "panic", fmt.Sprint(r))
+			safe.Report("agent publish hook (message refused)", r)
 			out, err = pk, packets.ErrImplementationSpecificError
 		}
 	}()
@@ -197,7 +196,7 @@ func (h *hook) OnDisconnect(cl *mqtt.Client, err error, _ bool) {
 	}
 	defer func() {
 		if r := recover(); r != nil {
-			h.log.Error("agent disconnect hook panicked", "panic", fmt.Sprint(r))
+			safe.Report("agent disconnect hook", r)
 		}
 	}()
 	h.sessions.Delete(cl.ID)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lcmproject/lcm/internal/notify"
+	"github.com/lcmproject/lcm/internal/safe"
 	"github.com/lcmproject/lcm/internal/store"
 )
 
@@ -291,6 +292,9 @@ func (s *Service) dispatch(d store.AlertDelivery, ev store.AlertEvent) {
 			delete(s.flight, d.ID)
 			s.flightMu.Unlock()
 		}()
+		// A panic ends this delivery's goroutine (counted); its stored
+		// state lets the next sweep resume it.
+		defer safe.Recover("alert delivery")
 		m := messageOf(ev)
 		for {
 			ctx := s.ctx

@@ -14,6 +14,7 @@ import (
 	"github.com/lcmproject/lcm/internal/audit"
 	"github.com/lcmproject/lcm/internal/auth/clientip"
 	"github.com/lcmproject/lcm/internal/domain"
+	"github.com/lcmproject/lcm/internal/safe"
 )
 
 // Setting keys in the settings table (the spec's configuration keys).
@@ -115,6 +116,7 @@ func (c *settingsCache) get(ctx context.Context) (*cachedSettings, error) {
 		if c.reloading.CompareAndSwap(false, true) {
 			go func() {
 				defer c.reloading.Store(false)
+				defer safe.Recover("auth settings reload")
 				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settingsLoadTimeout)
 				defer cancel()
 				_, _ = c.reload(rctx)

@@ -16,6 +16,7 @@ import (
 	"github.com/lcmproject/lcm/internal/actions"
 	"github.com/lcmproject/lcm/internal/domain"
 	"github.com/lcmproject/lcm/internal/jobs"
+	"github.com/lcmproject/lcm/internal/safe"
 	"github.com/lcmproject/lcm/internal/store"
 )
 
@@ -301,7 +302,11 @@ func (s *Service) start(id string) {
 	go func() {
 		defer running.Done()
 		ctx := context.Background()
-		if err := s.execute(ctx, id); err != nil && !errors.Is(err, errNotLeader) && !errors.Is(err, errStopped) {
+		var err error
+		if safe.Do("schedule run", func() { err = s.execute(ctx, id) }) {
+			err = s.failPanicked(ctx, id)
+		}
+		if err != nil && !errors.Is(err, errNotLeader) && !errors.Is(err, errStopped) {
 			s.o.Log.Error("schedule run failed", "run_id", id, "err", err)
 		}
 	}()

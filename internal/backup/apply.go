@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/lcmproject/lcm/internal/secret"
 	"github.com/lcmproject/lcm/internal/store"
@@ -72,8 +73,12 @@ func ApplyStaged(ctx context.Context, dataDir, configPath, databaseURL string, l
 		if err := copyAtomic(filepath.Join(dir, filepath.FromSlash(EntrySQLite)), db); err != nil {
 			return nil, fmt.Errorf("restore: database: %w", err)
 		}
-	} else if err := pgRestore(ctx, databaseURL, filepath.Join(dir, filepath.FromSlash(EntryPGDump))); err != nil {
-		return nil, err
+	} else {
+		t0 := time.Now()
+		if err := pgRestore(ctx, databaseURL, filepath.Join(dir, filepath.FromSlash(EntryPGDump))); err != nil {
+			return nil, err
+		}
+		log.Info("pg_restore done", "took", time.Since(t0).Round(time.Millisecond))
 	}
 	if err := os.RemoveAll(dir); err != nil {
 		return nil, fmt.Errorf("restore: applied, but %s could not be removed: %w", dir, err)

@@ -90,9 +90,11 @@ func (s *Service) create(ctx context.Context) (Info, error) {
 		srcs = append(srcs, Source{Name: EntrySQLite, Path: p})
 	} else {
 		p := filepath.Join(tmp, "lcm.pgdump")
+		t0 := time.Now()
 		if err := pgDump(ctx, s.o.DatabaseURL, p); err != nil {
 			return Info{}, err
 		}
+		s.o.Log.Info("pg_dump done", "took", time.Since(t0).Round(time.Millisecond))
 		srcs = append(srcs, Source{Name: EntryPGDump, Path: p})
 	}
 	srcs = append(srcs, Source{Name: EntryKey, Path: filepath.Join(s.o.DataDir, secret.KeyFileName)})

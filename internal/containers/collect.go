@@ -2,9 +2,12 @@ package containers
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/lcmproject/lcm/internal/safe"
 )
 
 // marker starts each section of the collector's output: "@@lcm <engine>
@@ -101,6 +104,9 @@ func truncate(s string, n int) string {
 	return s
 }
 
+// parseInspect is ParseInspect; the panic test replaces it.
+var parseInspect = ParseInspect
+
 // ParseCollect turns the collector's output into a server's inventory.
 // A listing that failed is named in its engine's Errors; a listing that
 // cannot be parsed fails the whole collection (the engine printed
@@ -134,8 +140,13 @@ func ParseCollect(b []byte) (Inventory, error) {
 			ch := make(chan inspected, 1)
 			pending[i] = ch
 			go func(b []byte) {
-				v, err := ParseInspect(b)
-				ch <- inspected{v, err}
+				// Hostile input from the managed host: a panic of the
+				// parser fails this collection (recovered and counted).
+				var r inspected
+				if safe.Do("container inspect parser", func() { r.v, r.err = parseInspect(b) }) {
+					r.err = errors.New("internal error while parsing the inspect output (logged with its stack)")
+				}
+				ch <- r
 			}(s.body)
 		}
 	}

@@ -103,7 +103,7 @@ func specs(o Options) []spec {
 		},
 		{
 			name:        "lcm-worker",
-			description: "LCM worker (runs jobs on servers over SSH)\nConnects to the LCM control plane's NATS; configured in /etc/lcm/worker.json.",
+			description: "LCM worker (runs jobs on servers over SSH)\nConnects to the LCM control plane's NATS; configured in /etc/lcm-worker/worker.env.",
 			files: []file{
 				{src: bin("lcm-worker"), dst: "/usr/lib/lcm/lcm-worker", mode: 0o755},
 				// A worker on its own host installs the helper too; its

@@ -2,6 +2,7 @@ package debpkg
 
 import (
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -116,7 +117,9 @@ func realBin(t *testing.T) string {
 // host with dpkg -i (no systemd runs there, as in a container): accounts,
 // directories, modes, the self-management handover, the units; then an
 // upgrade from the previous version keeps the data and the key; the
-// installation-time opt-out; and dpkg --purge.
+// installation-time opt-out; and dpkg --purge. The installed lcm-api runs
+// as its service account before and after the upgrade and reads its data
+// back.
 func TestPackagesOnDebianHost(t *testing.T) {
 	d := newDebHost(t)
 	bin := realBin(t)
@@ -178,6 +181,7 @@ func TestPackagesOnDebianHost(t *testing.T) {
 		"/etc/sudoers.d/lcm":                         "440 root root",
 		"/home/lcm/.ssh/authorized_keys":             "600 lcm lcm",
 		"/etc/lcm-agent":                             "700 root root",
+		"/etc/lcm-worker":                            "750 root lcm-worker",
 	} {
 		if got := d.must("stat -c '%a %U %G' " + path); got != want {
 			t.Errorf("%s: %s, want %s", path, got, want)
@@ -215,10 +219,35 @@ func TestPackagesOnDebianHost(t *testing.T) {
 		}
 	}
 
-	// lcm-api consumes the handover on its first start (simulated: the
-	// file is gone), and writes data. An upgrade keeps both and hands
+	// The installed lcm-api runs as lcm-api from its unit's ExecStart (no
+	// systemd here: started directly), consumes the handover on its first
+	// start, and gets data: a user and an API key; its TLS key is stored
+	// encrypted under lcm.key.
+	port := serviceConfig(t, d)
+	svc := startService(t, d, port, "lcm-api-1.log")
+	first := svc.output()
+	pw := adminPasswordRe.FindStringSubmatch(first)
+	tlsSHA := tlsSHARe.FindStringSubmatch(first)
+	if pw == nil || tlsSHA == nil {
+		t.Fatalf("first start printed no admin password or TLS fingerprint:\n%s", first)
+	}
+	tok := svc.login(t, "admin", pw[1])
+	if code := svc.do(t, "POST", "/api/v1/users", tok, map[string]any{"username": "keeper", "first_name": "Kept", "last_name": "Data",
+		"email": "keeper@example.test", "password": "Tq8#vLz2!pR9wXc4", "roles": []string{"manager"}}, nil); code != http.StatusCreated {
+		t.Fatalf("create user on the host: %d", code)
+	}
+	var key struct{ Key string }
+	if code := svc.do(t, "POST", "/api/v1/apikeys", tok, map[string]any{"name": "kept", "scope": "read"}, &key); code != http.StatusCreated {
+		t.Fatalf("create api key on the host: %d", code)
+	}
+	if _, ok := d.sh("test ! -e /var/lib/lcm/selfmanage.key"); !ok {
+		t.Errorf("lcm-api's first start left the handover file:\n%s", first)
+	}
+	svc.stop(t)
+	files := d.must("stat -c '%n %a %U' /var/lib/lcm /var/lib/lcm/lcm.db /var/lib/lcm/lcm.key /etc/lcm/config.json")
+
+	// The upgrade keeps the data, the key and the configuration, and hands
 	// over no new key.
-	d.must("rm /var/lib/lcm/selfmanage.key && echo precious > /var/lib/lcm/lcm.db && chown lcm-api: /var/lib/lcm/lcm.db && echo '{}' > /etc/lcm/config.json")
 	out = d.must("dpkg -i " + deb(cur[0]) + " " + deb(cur[1]) + " " + deb(cur[2]) + " 2>&1")
 	t.Logf("upgrade:\n%s", out)
 	for _, n := range Names {
@@ -226,12 +255,37 @@ func TestPackagesOnDebianHost(t *testing.T) {
 			t.Errorf("%s after upgrade: %q", n, v)
 		}
 	}
-	if got := d.must("cat /var/lib/lcm/lcm.db; cat /etc/lcm/config.json; stat -c '%a %U' /var/lib/lcm /var/lib/lcm/lcm.db"); got != "precious\n{}\n700 lcm-api\n644 lcm-api" {
-		t.Errorf("data after upgrade:\n%s", got)
+	if got := d.must("stat -c '%n %a %U' /var/lib/lcm /var/lib/lcm/lcm.db /var/lib/lcm/lcm.key /etc/lcm/config.json"); got != files ||
+		!strings.Contains(got, "/var/lib/lcm 700 lcm-api") || !strings.Contains(got, "/var/lib/lcm/lcm.key 600 lcm-api") {
+		t.Errorf("data files after upgrade:\n%s\nbefore:\n%s", got, files)
 	}
 	if _, ok := d.sh("test ! -e /var/lib/lcm/selfmanage.key"); !ok {
 		t.Error("the upgrade handed over a new key")
 	}
+	// The upgraded lcm-api reads it all back: the same admin, the user,
+	// the API key, and the TLS key decrypted (the same certificate).
+	svc = startService(t, d, port, "lcm-api-2.log")
+	second := svc.output()
+	if adminPasswordRe.MatchString(second) {
+		t.Errorf("the upgraded lcm-api created a new admin:\n%s", second)
+	}
+	if m := tlsSHARe.FindStringSubmatch(second); m == nil || m[1] != tlsSHA[1] {
+		t.Errorf("TLS certificate after the upgrade %v, want %s", m, tlsSHA[1])
+	}
+	tok = svc.login(t, "admin", pw[1])
+	var users []struct{ Username string }
+	svc.do(t, "GET", "/api/v1/users", tok, nil, &users)
+	kept := false
+	for _, u := range users {
+		kept = kept || u.Username == "keeper"
+	}
+	if !kept {
+		t.Errorf("the user created before the upgrade is gone: %+v", users)
+	}
+	if code := svc.do(t, "GET", "/api/v1/servers", key.Key, nil, nil); code != http.StatusOK {
+		t.Errorf("the API key created before the upgrade: %d", code)
+	}
+	svc.stop(t)
 	if n := d.must("grep -c ' lcm-management$' /home/lcm/.ssh/authorized_keys"); n != "1" {
 		t.Errorf("%s management keys after upgrade", n)
 	}
@@ -241,7 +295,7 @@ func TestPackagesOnDebianHost(t *testing.T) {
 	d.must("dpkg --remove lcm lcm-worker lcm-agent")
 	d.must("test -f /var/lib/lcm/lcm.db && test ! -e /usr/lib/lcm/lcm-api")
 	d.must("dpkg --purge lcm lcm-worker lcm-agent")
-	for _, p := range []string{"/var/lib/lcm", "/etc/lcm", "/etc/sudoers.d/lcm", "/usr/lib/lcm", "/lib/systemd/system/lcm-api.service", "/etc/lcm-agent",
+	for _, p := range []string{"/var/lib/lcm", "/etc/lcm", "/etc/sudoers.d/lcm", "/usr/lib/lcm", "/lib/systemd/system/lcm-api.service", "/etc/lcm-agent", "/etc/lcm-worker",
 		"/etc/systemd/system/multi-user.target.wants/lcm-api.service"} {
 		if _, ok := d.sh("test ! -e " + p); !ok {
 			t.Errorf("%s survived the purge", p)

@@ -4,7 +4,24 @@ import (
 	"net"
 
 	"github.com/miekg/dns"
+
+	"github.com/lcmproject/lcm/internal/safe"
 )
+
+// serveRecovered answers one query in the goroutine miekg/dns started for
+// it: a panic is recovered, logged and counted (health monitor) and the
+// client gets SERVFAIL instead of the process ending.
+func (s *Server) serveRecovered(w dns.ResponseWriter, req *dns.Msg) {
+	defer func() {
+		if v := recover(); v != nil {
+			safe.Report("dns query", v, "remote", w.RemoteAddr().String())
+			m := new(dns.Msg)
+			m.SetRcode(req, dns.RcodeServerFailure)
+			_ = w.WriteMsg(m)
+		}
+	}()
+	s.serveDNS(w, req)
+}
 
 // serveDNS answers one request. Transfers go to serveTransfer; everything
 // else is answered from the current snapshot in one pass.

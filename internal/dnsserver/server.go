@@ -102,7 +102,9 @@ func (s *Server) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	h := dns.HandlerFunc(s.serveDNS)
+	// miekg/dns runs every query in its own goroutine and recovers
+	// nothing: serveRecovered does.
+	h := dns.HandlerFunc(s.serveRecovered)
 	s.udp = &dns.Server{PacketConn: pc, Handler: h}
 	s.tcp = &dns.Server{Listener: ln, Handler: h, ReadTimeout: tcpReadTimeout, WriteTimeout: tcpWriteTimeout,
 		IdleTimeout: func() time.Duration { return tcpIdleTimeout }}

@@ -2,6 +2,7 @@ package health
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -39,40 +40,42 @@ func parseUnit(t *testing.T, path string) map[string]map[string][]string {
 	return out
 }
 
-// TestSystemdUnits: the units carry the spec's supervision — notify with a
-// 90 s watchdog, always restart, the crash-loop brake of 5 starts in 300 s
-// — and lcm-api restarts on its own exit codes (70 self-restart, 42 staged
-// restore). Manual check with a real systemd: docs/backups.md.
+// TestSystemdUnits: every unit carries the spec's supervision — notify with
+// a 90 s watchdog, always restart, the crash-loop brake of 5 starts in
+// 300 s — and lcm-api and lcm-worker restart on their own exit codes (70
+// self-restart, 42 staged restore for lcm-api). A real systemd runs them
+// in TestSystemdSupervisesAPI (cmd/api), TestSystemdSupervisesWorker
+// (cmd/worker) and TestSystemdSupervisesAgent (cmd/agent).
 func TestSystemdUnits(t *testing.T) {
 	dir := filepath.Join("..", "..", "deploy", "systemd")
-	api := parseUnit(t, filepath.Join(dir, "lcm-api.service"))
 	want := map[string]map[string]string{
 		"Unit":    {"StartLimitIntervalSec": "300", "StartLimitBurst": "5"},
 		"Service": {"Type": "notify", "WatchdogSec": "90", "Restart": "always", "NotifyAccess": "main"},
 	}
-	for sec, kv := range want {
-		for k, v := range kv {
-			if got := api[sec][k]; len(got) != 1 || got[0] != v {
-				t.Errorf("lcm-api.service [%s] %s = %v, want %s", sec, k, got, v)
+	codes := map[string][]string{"lcm-api": {"70", "42"}, "lcm-worker": {"70"}, "lcm-agent": nil}
+	for _, name := range []string{"lcm-api", "lcm-worker", "lcm-agent"} {
+		u := parseUnit(t, filepath.Join(dir, name+".service"))
+		for sec, kv := range want {
+			for k, v := range kv {
+				if got := u[sec][k]; len(got) != 1 || got[0] != v {
+					t.Errorf("%s.service [%s] %s = %v, want %s", name, sec, k, got, v)
+				}
 			}
 		}
-	}
-	codes := strings.Fields(strings.Join(api["Service"]["RestartForceExitStatus"], " "))
-	for _, c := range []string{"70", "42"} {
-		if !slices.Contains(codes, c) {
-			t.Errorf("RestartForceExitStatus %v lacks %s", codes, c)
+		force := strings.Fields(strings.Join(u["Service"]["RestartForceExitStatus"], " "))
+		for _, c := range codes[name] {
+			if !slices.Contains(force, c) {
+				t.Errorf("%s.service RestartForceExitStatus %v lacks %s", name, force, c)
+			}
+		}
+		// lcm-worker has no -config flag: its settings are LCM_WORKER_*
+		// variables from the EnvironmentFile.
+		if name == "lcm-worker" && (fmt.Sprint(u["Service"]["ExecStart"]) != "[/usr/lib/lcm/lcm-worker]" ||
+			fmt.Sprint(u["Service"]["EnvironmentFile"]) != "[/etc/lcm-worker/worker.env]") {
+			t.Errorf("lcm-worker.service ExecStart %v EnvironmentFile %v", u["Service"]["ExecStart"], u["Service"]["EnvironmentFile"])
 		}
 	}
 	if ExitSelfRestart != 70 || ExitRestore != 42 {
 		t.Fatal("exit codes differ from the spec")
-	}
-	worker := parseUnit(t, filepath.Join(dir, "lcm-worker.service"))
-	for k, v := range map[string]string{"StartLimitIntervalSec": "300", "StartLimitBurst": "5"} {
-		if got := worker["Unit"][k]; len(got) != 1 || got[0] != v {
-			t.Errorf("lcm-worker.service [Unit] %s = %v, want %s", k, got, v)
-		}
-	}
-	if got := worker["Service"]["Restart"]; len(got) != 1 || got[0] != "always" {
-		t.Errorf("lcm-worker.service Restart = %v", got)
 	}
 }

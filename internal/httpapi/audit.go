@@ -35,6 +35,7 @@ var auditExempt = map[string]string{
 	"POST /v1/speech/stt":                     "transcribes the uploaded audio and returns text; nothing is stored or changed",
 	"POST /api/v1/privilege-profiles/preview": "renders an unsaved profile's sudoers file; nothing is stored or changed",
 	"POST /api/v1/profile-blocks/:id/preview": "renders a block's sudoers lines for a family; nothing is stored or changed",
+	"POST /api/v1/system/self-update":         "always refused (409 self_update_unsupported): LCM installs no updates itself; nothing is changed",
 }
 
 // Audit actions the HTTP layer itself records.

@@ -54,6 +54,8 @@ var notAudited = map[string]string{
 	"POST /api/v1/privilege-profiles/preview":  "changes nothing",
 	"POST /api/v1/profile-blocks/:id/preview":  "changes nothing",
 	"POST /api/v1/profile-blocks/{id}/preview": "changes nothing",
+	// LCM installs no updates itself: always 409 (auditExempt).
+	"POST /api/v1/system/self-update": "changes nothing",
 }
 
 // backupPass is the backup passphrase of the audit walk.

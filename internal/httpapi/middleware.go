@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"github.com/lcmproject/lcm/internal/metrics"
 
 	"github.com/lcmproject/lcm/internal/domain"
+	"github.com/lcmproject/lcm/internal/safe"
 )
 
 const (
@@ -28,7 +28,8 @@ const (
 )
 
 // recoverPanics turns a panic into a generic 500, logs the stack (never the
-// request body) and counts it for the health monitor.
+// request body) and counts it for the health monitor (safe.Report: the
+// process's one panic recorder).
 func (s *Server) recoverPanics() gin.HandlerFunc {
 	return func(c *gin.Context) {
 		defer func() {
@@ -36,12 +37,7 @@ func (s *Server) recoverPanics() gin.HandlerFunc {
 				if v == http.ErrAbortHandler {
 					panic(v)
 				}
-				s.deps.Log.Error("recovered panic", "method", c.Request.Method, "path", logPath(c.Request.URL.Path),
-					"panic", v, "stack", string(debug.Stack()))
-				if s.deps.Health != nil {
-					s.deps.Health.RecordPanic()
-					metrics.Panics.WithLabelValues("http").Inc()
-				}
+				safe.Report("http", v, "method", c.Request.Method, "path", logPath(c.Request.URL.Path))
 				if !c.Writer.Written() {
 					writeError(c, http.StatusInternalServerError, "internal", "internal server error")
 				}

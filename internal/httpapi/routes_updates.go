@@ -17,6 +17,31 @@ import (
 func (s *Server) routesUpdates() {
 	s.handle(http.MethodGet, "/api/v1/system/update-info", Login(), s.getUpdateInfo)
 	s.handle(http.MethodPost, "/api/v1/system/update-check", Need(domain.PermSettingsManage), s.postUpdateCheck)
+	// The reference product's self-update: LCM installs nothing itself;
+	// GET says so and how to install the update, POST answers 409
+	// self_update_unsupported (docs/updates.md).
+	s.handle(http.MethodGet, "/api/v1/system/self-update", Need(domain.PermSettingsManage), s.getSelfUpdate)
+	s.handle(http.MethodPost, "/api/v1/system/self-update", Need(domain.PermSettingsManage), s.postSelfUpdate)
+}
+
+func (s *Server) getSelfUpdate(c *gin.Context) {
+	u, err := s.updates()
+	if err == nil {
+		var su updates.SelfUpdate
+		if su, err = u.SelfUpdate(c.Request.Context()); err == nil {
+			c.JSON(http.StatusOK, su)
+			return
+		}
+	}
+	s.respondError(c, err)
+}
+
+func (s *Server) postSelfUpdate(c *gin.Context) {
+	u, err := s.updates()
+	if err == nil {
+		err = u.StartSelfUpdate(c.Request.Context())
+	}
+	s.respondError(c, err)
 }
 
 func (s *Server) updates() (*updates.Service, error) {

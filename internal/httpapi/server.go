@@ -66,6 +66,9 @@ func New(d Deps) *Server {
 	e.RemoveExtraSlash = false
 	e.Use(s.recoverPanics(), observe(), s.clientAddress(), s.accessLog(), securityHeaders(), plainText(), s.rateLimitAPIKeys(), s.authenticate())
 	s.registerRoutes()
+	if testRoutes != nil {
+		testRoutes(s)
+	}
 	e.NoRoute(s.noRoute)
 	e.NoMethod(func(c *gin.Context) {
 		writeError(c, http.StatusMethodNotAllowed, "method_not_allowed", "method not allowed")

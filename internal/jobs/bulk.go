@@ -10,6 +10,7 @@ import (
 
 	"github.com/lcmproject/lcm/internal/bus"
 	"github.com/lcmproject/lcm/internal/domain"
+	"github.com/lcmproject/lcm/internal/safe"
 	"github.com/lcmproject/lcm/internal/store"
 )
 
@@ -148,7 +149,7 @@ func (s *Service) submitBulkBatch(ctx context.Context, locks *bus.Locks, run dom
 	for _, j := range jobs {
 		if sim := s.simulator.Load(); sim != nil {
 			if runSim, ok := (*sim)(ctx, j); ok {
-				go s.simulate(j, runSim, s.SimulatedDelay)
+				safe.Go("simulated job", func() { s.simulate(j, runSim, s.SimulatedDelay) })
 				waits = append(waits, pending{job: j})
 				continue
 			}

@@ -181,3 +181,49 @@ func TestIngestRunsBatchHooks(t *testing.T) {
 		})
 	}
 }
+
+// TestIngestHookPanicIsRecovered: a finish hook that panics while the
+// ingest stores a batch (here on the second job of a kind) is recovered,
+// logged and counted for the health monitor; every job of the batch still
+// finishes and the other kinds' hooks run, so a redelivered batch does not
+// meet the same panic again.
+func TestIngestHookPanicIsRecovered(t *testing.T) {
+	ctx := context.Background()
+	st := storetest.Open(t, "")
+	s := New(st, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	panics := testutil.CountPanics(t)
+	refreshes := runningJobs(t, st, domain.JobRefresh, 2)
+	checks := runningJobs(t, st, domain.JobConnectivity, 1)
+	var seen []string
+	s.OnFinish(domain.JobRefresh, func(_ context.Context, j domain.Job) error {
+		if j.ID == refreshes[1].ID {
+			var m map[string]bool
+			m[j.ID] = true // the hook met data it did not expect
+		}
+		seen = append(seen, "refresh")
+		return nil
+	})
+	s.OnFinishBatch(domain.JobConnectivity, func(_ context.Context, jobs []domain.Job) []error {
+		panic("batch hook broke")
+	})
+	s.OnFinish(domain.JobConnectivity, func(_ context.Context, j domain.Job) error { seen = append(seen, "check"); return nil })
+	exit0 := 0
+	var msgs []bus.Msg
+	for _, j := range append(slices.Clone(refreshes), checks...) {
+		msgs = append(msgs, stateMsg(t, bus.StateMsg{JobID: j.ID, WorkerID: "w1", Status: string(domain.JobSuccess), At: time.Now().UTC(), ExitCode: &exit0}))
+	}
+	if err := s.ingest(ctx, msgs); err != nil {
+		t.Fatal(err)
+	}
+	if got := panics(); got != 2 {
+		t.Fatalf("%d panics counted, want 2 (one single hook, one batch hook)", got)
+	}
+	if fmt.Sprint(seen) != "[refresh check]" {
+		t.Fatalf("hooks that ran: %v", seen)
+	}
+	for _, j := range append(slices.Clone(refreshes), checks...) {
+		if got, err := st.JobState(ctx, j.ID); err != nil || got.Status != domain.JobSuccess {
+			t.Fatalf("job %s after a panicking hook: %s %v", j.ID, got.Status, err)
+		}
+	}
+}

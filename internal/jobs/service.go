@@ -208,7 +208,7 @@ func (s *Service) submit(ctx context.Context, srv domain.Server, kind domain.Job
 	}
 	if sim := s.simulator.Load(); sim != nil {
 		if run, ok := (*sim)(ctx, job); ok {
-			go s.simulate(job, run, s.SimulatedDelay)
+			safe.Go("simulated job", func() { s.simulate(job, run, s.SimulatedDelay) })
 			s.log.Info("job submitted (simulated)", "job_id", job.ID, "job_name", kind, "server_id", srv.ID)
 			return job, nil
 		}
@@ -440,7 +440,7 @@ func (s *Service) completeMany(ctx context.Context, fs []final) ([]completed, er
 
 // runHooks runs the finish hooks of jobs: per kind, in registration order,
 // a batch hook once over all of that kind's jobs, a single hook per job.
-// Failures are logged.
+// Failures are logged; a panic is recovered and counted.
 func (s *Service) runHooks(ctx context.Context, jobs []domain.Job) {
 	var kinds []domain.JobKind
 	byKind := map[domain.JobKind][]domain.Job{}
@@ -457,7 +457,12 @@ func (s *Service) runHooks(ctx context.Context, jobs []domain.Job) {
 		group := byKind[k]
 		for _, h := range hooks {
 			if h.many != nil {
-				for i, err := range h.many(ctx, group) {
+				// A panicking hook is a failed hook (recovered, logged and
+				// counted): the jobs still finish, and the ingest does not
+				// meet the same panic again on every redelivery.
+				var errs []error
+				safe.Do("job finish hook "+string(k), func() { errs = h.many(ctx, group) })
+				for i, err := range errs {
 					if err != nil && i < len(group) {
 						s.log.Error("job finish hook failed", "job_id", group[i].ID, "job_name", k, "err", err)
 					}
@@ -465,7 +470,9 @@ func (s *Service) runHooks(ctx context.Context, jobs []domain.Job) {
 				continue
 			}
 			for _, j := range group {
-				if err := h.one(ctx, j); err != nil {
+				var err error
+				safe.Do("job finish hook "+string(k), func() { err = h.one(ctx, j) })
+				if err != nil {
 					s.log.Error("job finish hook failed", "job_id", j.ID, "job_name", k, "err", err)
 				}
 			}

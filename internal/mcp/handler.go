@@ -17,6 +17,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/lcmproject/lcm/internal/domain"
+	"github.com/lcmproject/lcm/internal/safe"
 	"github.com/lcmproject/lcm/internal/version"
 )
 
@@ -120,8 +121,8 @@ func writeError(w http.ResponseWriter, code int, errCode, msg string) {
 	_ = json.NewEncoder(w).Encode(map[string]string{"error": msg, "code": errCode})
 }
 
-// recoverer turns a panic in a request into a 500 and a log line; the
-// listener keeps serving.
+// recoverer turns a panic in a request into a 500, logged and counted
+// (health monitor); the listener keeps serving.
 func recoverer(log *slog.Logger, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		defer func() {
@@ -129,7 +130,7 @@ func recoverer(log *slog.Logger, next http.Handler) http.Handler {
 				if v == http.ErrAbortHandler {
 					panic(v)
 				}
-				log.Error("panic in the MCP listener", "panic", fmt.Sprint(v), "path", r.URL.Path)
+				safe.Report("MCP listener", v, "path", r.URL.Path)
 				writeError(w, http.StatusInternalServerError, "internal", "internal error")
 			}
 		}()
@@ -178,6 +179,9 @@ func newServer(svc *Service, log *slog.Logger) *sdk.Server {
 			// The SDK logs every session at INFO; only its problems matter here.
 			Logger: slog.New(warnOnly{log.Handler()}),
 		})
+	// The SDK runs each request's handler in a goroutine of its own that
+	// recovers nothing: recoverMethods does.
+	s.AddReceivingMiddleware(recoverMethods)
 	addTool(s, &sdk.Tool{Name: "list_servers", Title: "List servers", Annotations: readOnly(),
 		Description: "Lists managed servers with their state (traffic light, updates, reboot, vulnerabilities, hardware), " +
 			"filtered by status, group, search text, outdated or critical-CVE only; paged (limit, offset, next_offset)."},
@@ -286,4 +290,18 @@ func addTool[In, Out any](s *sdk.Server, t *sdk.Tool, h func(context.Context, *d
 
 func toolErrorResult(msg string) *sdk.CallToolResult {
 	return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: msg}}}
+}
+
+// recoverMethods recovers a panic of any MCP method handler (a tool call
+// among them): logged and counted, answered as an internal error.
+func recoverMethods(next sdk.MethodHandler) sdk.MethodHandler {
+	return func(ctx context.Context, method string, req sdk.Request) (res sdk.Result, err error) {
+		defer func() {
+			if v := recover(); v != nil {
+				safe.Report("MCP method "+method, v)
+				res, err = nil, errors.New("internal error (logged)")
+			}
+		}()
+		return next(ctx, method, req)
+	}
 }

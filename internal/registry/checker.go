@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/lcmproject/lcm/internal/safe"
 )
 
 // userAgent names LCM to registry operators reading their logs.
@@ -195,8 +197,8 @@ func (c *Checker) Check(ctx context.Context, refs []ImageRef) []Result {
 			var r Result
 			if err := epErr[j.ref.Host]; err != nil {
 				r = Result{State: StateUnknown, Reason: ReasonUnreachable, Detail: "reading the stored registry settings: " + err.Error()}
-			} else {
-				r = c.checkOne(ctx, key, j.ref, eps[j.ref.Host])
+			} else if safe.Do("registry check", func() { r = c.checkOne(ctx, key, j.ref, eps[j.ref.Host]) }) {
+				r = Result{State: StateUnknown, Reason: ReasonUnreachable, Detail: "internal error while checking this reference (logged with its stack)"}
 			}
 			for _, i := range j.idxs {
 				rr := r

@@ -71,9 +71,23 @@ func (r Repo) CommitsSince(last *Version) ([]Commit, error) {
 	return cs, nil
 }
 
-// Tag creates the annotated tag of v at HEAD.
+// Tag creates the annotated tag of v at HEAD. The commit must hold v in
+// its VERSION file (write it, commit, then tag): a tag on a commit with
+// another version would build packages that name the wrong version.
 func (r Repo) Tag(v Version, message string) error {
+	if got, err := r.git("show", "HEAD:VERSION"); err != nil || strings.TrimSpace(got) != v.String() {
+		return fmt.Errorf("refusing to tag %s: the VERSION committed at HEAD is %q; write it and commit first (-write -tag does both)", v.Tag(), strings.TrimSpace(got))
+	}
 	_, err := r.git("tag", "-a", v.Tag(), "-m", message)
+	return err
+}
+
+// Commit commits paths (and only them) with message.
+func (r Repo) Commit(message string, paths ...string) error {
+	if _, err := r.git(append([]string{"add", "--"}, paths...)...); err != nil {
+		return err
+	}
+	_, err := r.git(append([]string{"commit", "--quiet", "-m", message, "--"}, paths...)...)
 	return err
 }
 

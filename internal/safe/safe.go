@@ -6,14 +6,18 @@
 package safe
 
 import (
+	"bufio"
 	"context"
 	"fmt"
-	"github.com/lcmproject/lcm/internal/metrics"
 	"log/slog"
+	"net"
+	"net/http"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/lcmproject/lcm/internal/metrics"
 )
 
 // Recorder counts recovered panics (health.Monitor).
@@ -48,16 +52,76 @@ func Recover(where string) {
 	}
 }
 
-func report(where string, v any) {
+// Report logs and counts a panic value that the caller recovered itself
+// (a deferred func that must also set a return value, an HTTP middleware
+// that answers 500): the one way every recovered panic reaches the
+// process's recorder. attrs are extra log attributes (key, value pairs);
+// they must never hold secrets.
+func Report(where string, v any, attrs ...any) {
+	report(where, v, attrs...)
+}
+
+func report(where string, v any, attrs ...any) {
 	total.Add(1)
 	metrics.Panics.WithLabelValues(where).Inc()
 	mu.RLock()
 	r, l := rec, log
 	mu.RUnlock()
-	l.Error("recovered panic", "where", where, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+	args := append([]any{"where", where, "panic", fmt.Sprint(v)}, attrs...)
+	l.Error("recovered panic", append(args, "stack", string(debug.Stack()))...)
 	if r != nil {
 		r.RecordPanic()
 	}
+}
+
+// HTTP wraps h so a panic while serving a request is recovered, logged and
+// counted (net/http would only log it) and answered with 500 when the
+// handler wrote nothing yet; http.ErrAbortHandler keeps its meaning.
+func HTTP(where string, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tw := &trackWriter{ResponseWriter: w}
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				report(where, v, "method", r.Method, "path", r.URL.Path)
+				if !tw.wrote {
+					w.Header().Set("Content-Type", "application/json; charset=utf-8")
+					w.WriteHeader(http.StatusInternalServerError)
+					_, _ = w.Write([]byte(`{"error":"internal server error","code":"internal"}` + "\n"))
+				}
+			}
+		}()
+		h.ServeHTTP(tw, r)
+	})
+}
+
+// trackWriter notes whether the handler wrote; it passes Flush and Hijack
+// through (live streams, WebSocket upgrades).
+type trackWriter struct {
+	http.ResponseWriter
+	wrote bool
+}
+
+func (t *trackWriter) WriteHeader(code int) { t.wrote = true; t.ResponseWriter.WriteHeader(code) }
+func (t *trackWriter) Write(b []byte) (int, error) {
+	t.wrote = true
+	return t.ResponseWriter.Write(b)
+}
+func (t *trackWriter) Unwrap() http.ResponseWriter { return t.ResponseWriter }
+func (t *trackWriter) Flush() {
+	if f, ok := t.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+func (t *trackWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	t.wrote = true
+	h, ok := t.ResponseWriter.(http.Hijacker)
+	if !ok {
+		return nil, nil, fmt.Errorf("safe: %T cannot be hijacked", t.ResponseWriter)
+	}
+	return h.Hijack()
 }
 
 // Go runs fn in a new goroutine that recovers a panic.

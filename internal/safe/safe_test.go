@@ -5,6 +5,9 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -79,5 +82,56 @@ func TestSuperviseRestarts(t *testing.T) {
 	<-done
 	if c.n.Load() != 2 {
 		t.Fatalf("%d panics counted, want 2", c.n.Load())
+	}
+}
+
+// TestReportAndHTTP: a panic recovered by its own site (Report) and one in
+// an HTTP handler (HTTP) are counted; the handler's client gets a JSON 500,
+// a handler that already answered keeps its answer, and
+// http.ErrAbortHandler still aborts.
+func TestReportAndHTTP(t *testing.T) {
+	c := install(t)
+	Report("site", "boom", "k", "v")
+	if c.n.Load() != 1 {
+		t.Fatalf("Report counted %d", c.n.Load())
+	}
+	h := HTTP("test listener", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/late":
+			w.WriteHeader(http.StatusTeapot)
+			panic("after the answer")
+		case "/abort":
+			panic(http.ErrAbortHandler)
+		case "/ok":
+			_, _ = w.Write([]byte("fine"))
+			return
+		}
+		panic("in a handler")
+	}))
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/x", nil))
+	if rec.Code != http.StatusInternalServerError || !strings.Contains(rec.Body.String(), `"code":"internal"`) || c.n.Load() != 2 {
+		t.Fatalf("panic in a handler: %d %q, counted %d", rec.Code, rec.Body.String(), c.n.Load())
+	}
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/late", nil))
+	if rec.Code != http.StatusTeapot || c.n.Load() != 3 {
+		t.Fatalf("panic after the answer: %d, counted %d", rec.Code, c.n.Load())
+	}
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/ok", nil))
+	if rec.Body.String() != "fine" || c.n.Load() != 3 {
+		t.Fatalf("a normal request: %q, counted %d", rec.Body.String(), c.n.Load())
+	}
+	func() {
+		defer func() {
+			if v := recover(); v != http.ErrAbortHandler {
+				t.Fatalf("ErrAbortHandler did not pass through: %v", v)
+			}
+		}()
+		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/abort", nil))
+	}()
+	if c.n.Load() != 3 {
+		t.Fatalf("an abort was counted as a panic: %d", c.n.Load())
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/lcmproject/lcm/internal/metrics"
 	"github.com/lcmproject/lcm/internal/remote"
+	"github.com/lcmproject/lcm/internal/safe"
 )
 
 // Client is one authenticated SSH connection to one server. It implements
@@ -83,9 +84,9 @@ func Dial(ctx context.Context, t Target) (*Client, error) {
 		return nil, err
 	}
 	c := &Client{addr: t.Addr, conn: ssh.NewClient(sc, chans, reqs), closed: make(chan struct{})}
-	go c.watch()
+	safe.Go("ssh connection watch", c.watch)
 	if to.KeepaliveInterval > 0 {
-		go c.keepalive(to.KeepaliveInterval, to.KeepaliveTimeout)
+		safe.Go("ssh keepalive", func() { c.keepalive(to.KeepaliveInterval, to.KeepaliveTimeout) })
 	}
 	return c, nil
 }

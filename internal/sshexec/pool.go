@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lcmproject/lcm/internal/remote"
+	"github.com/lcmproject/lcm/internal/safe"
 )
 
 // Pool defaults.
@@ -92,7 +93,7 @@ func NewPool(cfg PoolConfig) *Pool {
 		done:    make(chan struct{}),
 		dial:    Dial,
 	}
-	go p.sweep()
+	safe.Go("ssh pool sweep", p.sweep)
 	return p
 }
 

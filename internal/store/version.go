@@ -25,9 +25,12 @@ type VersionFile struct {
 	UpdatedAt time.Time `json:"updated_at"`
 }
 
-// DataMigration is a version-bound update step: it runs once when the
-// installed version (version.json) is older than Version and the binary is
-// at least Version. It must be repeatable (idempotent): it is recorded by
+// DataMigration is a version-bound update step: it runs once, on the first
+// start of a binary that is at least Version, unless update_migrations
+// records it already. The database's own record decides, not version.json:
+// a database restored from an older LCM's backup lacks the records of the
+// steps it never had and gets them, although version.json names the
+// running version. It must be repeatable (idempotent): it is recorded by
 // Name only after it committed.
 type DataMigration struct {
 	Version string
@@ -63,10 +66,10 @@ func writeVersionFile(dataDir, version string) error {
 	return os.Rename(tmp, filepath.Join(dataDir, VersionFileName))
 }
 
-// RunDataMigrations compares version.json with the binary version and runs
-// the version-bound data migrations in SemVer order, each in its own
-// transaction, recorded in update_migrations. Skipped versions all run. It
-// returns the names it ran.
+// RunDataMigrations runs the version-bound data migrations up to the binary
+// version that update_migrations does not record yet, in SemVer order, each
+// in its own transaction and recorded there; skipped versions all run. Then
+// version.json records the binary version. It returns the names it ran.
 func (s *Store) RunDataMigrations(ctx context.Context, dataDir, binaryVersion string) ([]string, error) {
 	return s.runDataMigrations(ctx, dataDir, binaryVersion, dataMigrations)
 }
@@ -76,17 +79,22 @@ func (s *Store) runDataMigrations(ctx context.Context, dataDir, binaryVersion st
 	if err != nil {
 		return nil, err
 	}
-	if installed == binaryVersion {
-		return nil, nil
-	}
 	if installed != "" && CompareVersions(installed, binaryVersion) > 0 {
 		s.log.Warn("the database was last used by a newer LCM version; running anyway", "installed", installed, "binary", binaryVersion)
+	}
+	var done []string
+	if err := s.db.WithContext(ctx).Model(&updateMigrationRow{}).Pluck("name", &done).Error; err != nil {
+		return nil, fmt.Errorf("store: read %s: %w", "update_migrations", err)
+	}
+	recorded := make(map[string]bool, len(done))
+	for _, n := range done {
+		recorded[n] = true
 	}
 	pending := append([]DataMigration(nil), list...)
 	sort.SliceStable(pending, func(i, j int) bool { return CompareVersions(pending[i].Version, pending[j].Version) < 0 })
 	var ran []string
 	for _, m := range pending {
-		if CompareVersions(m.Version, binaryVersion) > 0 {
+		if recorded[m.Name] || CompareVersions(m.Version, binaryVersion) > 0 {
 			continue
 		}
 		err := s.InTx(ctx, func(tx *Store) error {
@@ -108,11 +116,18 @@ func (s *Store) runDataMigrations(ctx context.Context, dataDir, binaryVersion st
 			return ran, fmt.Errorf("store: update migration %s (%s): %w", m.Name, m.Version, err)
 		}
 	}
-	if err := writeVersionFile(dataDir, binaryVersion); err != nil {
-		return ran, fmt.Errorf("store: write %s: %w", VersionFileName, err)
+	if installed != binaryVersion {
+		if err := writeVersionFile(dataDir, binaryVersion); err != nil {
+			return ran, fmt.Errorf("store: write %s: %w", VersionFileName, err)
+		}
 	}
-	if installed != "" {
+	switch {
+	case installed != "" && installed != binaryVersion:
 		s.log.Info("updated installed version", "from", installed, "to", binaryVersion, "data_migrations", len(ran))
+	case installed != "" && len(ran) > 0:
+		// The same version with steps missing: a database restored from
+		// an older LCM's backup.
+		s.log.Info("ran the data migrations the database lacked", "version", binaryVersion, "data_migrations", ran)
 	}
 	return ran, nil
 }

@@ -59,6 +59,46 @@ func APIBinary(t testing.TB) string {
 	return buildPath
 }
 
+var (
+	testBuildOnce sync.Once
+	testBuildPath string
+	testBuildErr  error
+)
+
+// APITestBinary returns an lcm-api built with the lcmtest build tag
+// ($LCM_API_TEST_BIN when set): the same program plus the test-only panic
+// triggers (POST /api/v1/lcmtest/panic, LCM_TEST_PANIC_JOBS) that no normal
+// build contains. The go build cache makes it cost one link after
+// APIBinary's build.
+func APITestBinary(t testing.TB) string {
+	t.Helper()
+	if p := os.Getenv("LCM_API_TEST_BIN"); p != "" {
+		return p
+	}
+	testBuildOnce.Do(func() {
+		root, err := ModuleRoot()
+		if err != nil {
+			testBuildErr = err
+			return
+		}
+		dir, err := os.MkdirTemp("", "lcm-api-lcmtest-")
+		if err != nil {
+			testBuildErr = err
+			return
+		}
+		testBuildPath = filepath.Join(dir, "lcm-api")
+		cmd := exec.Command("go", "build", "-tags", "lcmtest", "-o", testBuildPath, "./cmd/api")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			testBuildErr = fmt.Errorf("go build -tags lcmtest ./cmd/api: %v\n%s", err, out)
+		}
+	})
+	if testBuildErr != nil {
+		t.Fatal(testBuildErr)
+	}
+	return testBuildPath
+}
+
 // ModuleRoot returns the repository root (the directory of go.mod).
 func ModuleRoot() (string, error) {
 	out, err := exec.Command("go", "env", "GOMOD").Output()
@@ -93,6 +133,8 @@ type APIOptions struct {
 	Env    []string
 	// NoWait returns at once without waiting for health (for failure tests).
 	NoWait bool
+	// Bin is the lcm-api binary to start (default APIBinary).
+	Bin string
 }
 
 // API is a running lcm-api process.
@@ -146,7 +188,11 @@ func StartAPI(t testing.TB, o APIOptions) *API {
 	}
 	args = append(args, o.Args...)
 	a := &API{t: t, Dir: o.Dir, Port: port, stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}
-	a.cmd = exec.Command(APIBinary(t), args...)
+	bin := o.Bin
+	if bin == "" {
+		bin = APIBinary(t)
+	}
+	a.cmd = exec.Command(bin, args...)
 	a.cmd.Env = append(os.Environ(), o.Env...)
 	a.cmd.Stdout, a.cmd.Stderr = a.stdout, a.stderr
 	scheme := "https"
@@ -175,6 +221,14 @@ func StartAPI(t testing.TB, o APIOptions) *API {
 		a.AdminPassword = m[1]
 	}
 	return a
+}
+
+// ClientFor returns an API client (Do) for an lcm-api that another
+// supervisor started (systemd in TestSystemdSupervisesAPI); the process
+// methods (Stop, Wait, Stderr) are not for it.
+func ClientFor(t testing.TB, baseURL string) *API {
+	return &API{t: t, BaseURL: baseURL, Client: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}}
 }
 
 // WaitHealthy waits until /api/v1/health answers 200.

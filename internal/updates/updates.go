@@ -166,6 +166,9 @@ type Options struct {
 	Client     *http.Client
 	Log        *slog.Logger
 	Now        func() time.Time
+	// Executable is lcm-api's path: /usr/lib/lcm/lcm-api means the Debian
+	// package (the self-update answer's instructions).
+	Executable string
 }
 
 // Service checks the feed and keeps the last result.

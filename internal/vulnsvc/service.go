@@ -22,6 +22,7 @@ import (
 	"github.com/lcmproject/lcm/internal/containers"
 	"github.com/lcmproject/lcm/internal/domain"
 	"github.com/lcmproject/lcm/internal/facts"
+	"github.com/lcmproject/lcm/internal/safe"
 	"github.com/lcmproject/lcm/internal/sbom"
 	"github.com/lcmproject/lcm/internal/scanner"
 	"github.com/lcmproject/lcm/internal/status"
@@ -226,6 +227,7 @@ func (s *Service) scan(ctx context.Context, ids []string) (RunSummary, error) {
 	results := make(chan result)
 	sem := make(chan struct{}, scanParallel)
 	go func() {
+		defer safe.Recover("vulnerability scan fan-out")
 		for _, k := range order {
 			select {
 			case sem <- struct{}{}:
@@ -234,9 +236,15 @@ func (s *Service) scan(ctx context.Context, ids []string) (RunSummary, error) {
 			}
 			go func(k string) {
 				g := groups[k]
-				fs, engine, err := s.scanner.Scan(ctx, k, sbom.Build(g.in, s.now()))
+				var r result
+				if safe.Do("vulnerability scan", func() {
+					fs, engine, err := s.scanner.Scan(ctx, k, sbom.Build(g.in, s.now()))
+					r = result{g: g, fs: fs, engine: engine, err: err}
+				}) {
+					r = result{g: g, err: errors.New("internal error while scanning (logged with its stack)")}
+				}
 				select {
-				case results <- result{g: g, fs: fs, engine: engine, err: err}:
+				case results <- r:
 				case <-ctx.Done():
 				}
 				<-sem
@@ -338,6 +346,7 @@ func (s *Service) StartFleetScan(ctx context.Context, p *domain.Principal) error
 	}
 	go func() {
 		defer s.fleetRunning.Store(false)
+		defer safe.Recover("fleet vulnerability scan")
 		sum, err := s.scan(context.WithoutCancel(ctx), vis)
 		if err != nil {
 			sum.Error = err.Error()

@@ -1,7 +1,8 @@
 // The Backups page against the real binary: schedule and retention
 // settings, backup now, download (an encrypted .lcmbak), delete, a refused
-// upload, and a restore from the list that stages the backup and ends the
-// process with exit code 42 (docs/backups.md).
+// upload, a restore from the list that stages the backup and ends the
+// process with exit code 42, and a successful upload of the downloaded file
+// on a fresh instance, applied at its next start (docs/backups.md).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -9,12 +10,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { startApi, launch, uiLogin, apiLogin, apiFetch, sleep } from './helpers.mjs';
 
-test('backups page: settings, backup now, download, delete, refused upload, restore exits 42', async () => {
+test('backups page: settings, backup now, download, delete, refused upload, restore exits 42, upload restores', async () => {
   process.env.LCM_BACKUP_PASSPHRASE = 'browser-Backup-pass-7';
   const api = await startApi({ dev: true });
   delete process.env.LCM_BACKUP_PASSPHRASE;
   let exitCode = null;
   api.proc.on('exit', (code) => (exitCode = code));
+  let fresh = null;
+  let restored = null;
   const b = await launch();
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'lcm-bk-ui-'));
   try {
@@ -79,10 +82,45 @@ test('backups page: settings, backup now, download, delete, refused upload, rest
     while (exitCode === null && Date.now() < end) await sleep(100);
     assert.equal(exitCode, 42, 'a staged restore ends the process with 42');
     assert.ok(fs.existsSync(path.join(api.dir, 'data', 'restore-staged', 'manifest.json')), 'the restore is staged');
+
+    // A successful upload: a fresh instance restores the downloaded file
+    // through the dialog; it stages it and exits with 42, and its next
+    // start applies it: the first instance's admin and settings are there.
+    process.env.LCM_BACKUP_PASSPHRASE = 'browser-Backup-pass-7';
+    fresh = await startApi({ dev: true });
+    delete process.env.LCM_BACKUP_PASSPHRASE;
+    let freshExit = null;
+    fresh.proc.on('exit', (code) => (freshExit = code));
+    await uiLogin(page, fresh.base, 'admin', fresh.adminPassword);
+    await page.getByRole('heading', { name: 'Dashboard' }).waitFor();
+    await page.getByRole('link', { name: 'Backups' }).click();
+    await page.getByRole('heading', { name: 'Backups', level: 1 }).waitFor();
+    await page.getByRole('button', { name: 'Upload and restore' }).click();
+    await page.getByLabel('Backup file (.lcmbak)').setInputFiles(saved);
+    await page.getByRole('dialog').getByRole('button', { name: 'Restore and restart' }).click();
+    await page.getByTestId('restore-staged').waitFor();
+    const end2 = Date.now() + 20000;
+    while (freshExit === null && Date.now() < end2) await sleep(100);
+    assert.equal(freshExit, 42, 'an uploaded restore ends the process with 42');
+    const manifest = JSON.parse(fs.readFileSync(path.join(fresh.dir, 'data', 'restore-staged', 'manifest.json'), 'utf8'));
+    assert.ok(manifest.files.some((f) => f.name === 'database/lcm.db'), 'the staged restore holds the database');
+    process.env.LCM_BACKUP_PASSPHRASE = 'browser-Backup-pass-7';
+    restored = await startApi({ dev: true, dir: fresh.dir });
+    delete process.env.LCM_BACKUP_PASSPHRASE;
+    assert.match(restored.stderr(), /restore applied/);
+    assert.equal(restored.adminPassword, '', 'the restored instance created no new admin');
+    const rt = await apiLogin(restored, 'admin', api.adminPassword);
+    const rst = (await apiFetch(restored.base, '/api/v1/system/backups', { headers: { Authorization: `Bearer ${rt}` } })).json;
+    assert.equal(rst.time_of_day, '04:15', "the first instance's settings came with the backup");
+    assert.equal(rst.retention_count, 3);
+    await uiLogin(page, restored.base, 'admin', api.adminPassword);
+    await page.getByRole('heading', { name: 'Dashboard' }).waitFor();
     assert.deepEqual(b.errors.filter((e) => !/Failed to fetch|Failed to load resource|ERR_CONNECTION_REFUSED|net::/.test(e)), []);
   } finally {
     await b.close();
     await api.stop();
+    if (restored) await restored.stop();
+    else if (fresh) await fresh.stop();
     fs.rmSync(tmp, { recursive: true, force: true });
   }
 });

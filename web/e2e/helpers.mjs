@@ -50,10 +50,14 @@ export function freePort() {
  * dev: --dev (plain HTTP, 2FA requirement off); otherwise HTTPS with the
  * self-signed certificate. args: more command-line flags (e.g. --demo).
  */
-export async function startApi({ dev = true, config = {}, args: extra = [] } = {}) {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lcm-web-e2e-'));
+export async function startApi({ dev = true, config = {}, args: extra = [], dir: reuse = '' } = {}) {
+  // dir: start again in an earlier instance's directory (its config.json,
+  // data and key), on a new port.
+  const dir = reuse || fs.mkdtempSync(path.join(os.tmpdir(), 'lcm-web-e2e-'));
   const port = await freePort();
-  const cfg = { jwt_secret: randomBytes(36).toString('base64url').slice(0, 48), port, agent_port: 0, data_dir: 'data', ...config };
+  const earlier = reuse ? JSON.parse(fs.readFileSync(path.join(dir, 'config.json'), 'utf8')) : null;
+  const cfg = earlier ? { ...earlier, port, ...config }
+    : { jwt_secret: randomBytes(36).toString('base64url').slice(0, 48), port, agent_port: 0, data_dir: 'data', ...config };
   fs.writeFileSync(path.join(dir, 'config.json'), JSON.stringify(cfg, null, 2), { mode: 0o600 });
   const args = ['-config', path.join(dir, 'config.json')];
   if (dev) args.push('--dev');
@@ -88,9 +92,10 @@ export async function startApi({ dev = true, config = {}, args: extra = [] } = {
     base, dir, port, proc, adminPassword: m?.[1] ?? '',
     stdout: () => stdout, stderr: () => stderr,
     async stop() {
-      if (exited !== null) return;
-      proc.kill('SIGTERM');
-      await new Promise((r) => { proc.once('exit', r); setTimeout(() => { proc.kill('SIGKILL'); r(); }, 10000); });
+      if (exited === null) {
+        proc.kill('SIGTERM');
+        await new Promise((r) => { proc.once('exit', r); setTimeout(() => { proc.kill('SIGKILL'); r(); }, 10000); });
+      }
       fs.rmSync(dir, { recursive: true, force: true });
     },
   };

@@ -52,6 +52,13 @@ test('update check: Check now, the admin notice, the stored result, axe in both 
     assert.match(await page.getByTestId('latest-version').textContent(), /9\.9\.0/);
     assert.match(await page.getByTestId('update-state').textContent(), /An update is available: 9\.9\.0/);
     await page.getByRole('cell', { name: SUM }).waitFor();
+    // LCM installs nothing itself: the page says so and how to install 9.9.0
+    // (a binary here: replace it); POST /system/self-update is refused.
+    const su = page.getByTestId('self-update');
+    await su.getByText(/to install 9\.9\.0/).waitFor();
+    assert.match(await su.textContent(), /does not install its own updates/);
+    assert.match(await su.textContent(), /replace its binary with the one of 9\.9\.0/);
+    assert.equal(await su.getByRole('link', { name: 'Help: updates' }).getAttribute('href'), '#/help/updates');
 
     // Stored: a reload shows it without asking the feed again.
     await page.reload();
@@ -62,6 +69,9 @@ test('update check: Check now, the admin notice, the stored result, axe in both 
     assert.equal(info.update_available, true);
     assert.equal(info.last.latest.version, '9.9.0');
     assert.equal(info.channel, 'community');
+    const refused = await apiFetch(api.base, '/api/v1/system/self-update', { method: 'POST', headers: { Authorization: `Bearer ${token}` } });
+    assert.equal(refused.status, 409);
+    assert.equal(refused.json.code, 'self_update_unsupported');
 
     for (const theme of ['light', 'dark']) {
       const p = await b.ctx.newPage();
@@ -70,6 +80,7 @@ test('update check: Check now, the admin notice, the stored result, axe in both 
       await p.goto(`${api.base}/#/admin/updates`);
       await p.getByTestId('update-notice').waitFor();
       await p.getByTestId('latest-version').waitFor();
+      await p.getByTestId('self-update').getByText(/to install 9\.9\.0/).waitFor();
       assert.equal(await p.evaluate(() => document.documentElement.dataset.theme), theme);
       await expectNoAxeViolations(p, `updates page with notice (${theme})`);
       await p.close();
@@ -88,6 +99,7 @@ test('update check: Check now, the admin notice, the stored result, axe in both 
     assert.equal((await apiFetch(api.base, '/api/v1/system/update-info', { headers: { Authorization: `Bearer ${mt}` } })).status, 200);
     const denied = await apiFetch(api.base, '/api/v1/system/update-check', { method: 'POST', headers: { Authorization: `Bearer ${mt}` } });
     assert.equal(denied.status, 403);
+    assert.equal((await apiFetch(api.base, '/api/v1/system/self-update', { headers: { Authorization: `Bearer ${mt}` } })).status, 403);
     const b2 = await launch();
     try {
       await uiLogin(b2.page, api.base, 'mara', mgr.password);

@@ -133,6 +133,9 @@ func unreachable(err error) bool {
 // execute runs the job's action; a DataAction's payload is returned for
 // the final state message.
 func (w *Worker) execute(ctx context.Context, jm bus.JobMsg, c credbox.Credentials, out *output) (actions.Result, []byte, error) {
+	if h := testJobHook.Load(); h != nil {
+		(*h)(jm.Kind)
+	}
 	act, err := actions.For(domain.JobKind(jm.Kind))
 	if err != nil {
 		return actions.Result{}, nil, err

@@ -11,6 +11,12 @@ export interface UpdateCheckResult {
 export interface UpdateInfo {
   current: string; channel: string; feed_configured: boolean; daily_check: boolean; update_available: boolean; last: UpdateCheckResult | null;
 }
+// SelfUpdate: LCM installs no updates itself; how to install one
+// (GET /system/self-update, docs/updates.md).
+export interface SelfUpdate {
+  supported: boolean; reason: string; installation: 'debian_package' | 'binary'; current: string; latest?: string;
+  update_available: boolean; packages: string[]; instructions: string[]; docs: string;
+}
 export interface DocEntry { slug: string; title: string }
 export interface DocPage { slug: string; title: string; markdown: string }
 
@@ -21,6 +27,7 @@ export const system = {
   // reported by the page's own requests, not by the notice.
   updateInfo: () => request<UpdateInfo>('GET', `${V}/system/update-info`, undefined, { quiet401: true }),
   updateCheck: () => request<UpdateInfo>('POST', `${V}/system/update-check`),
+  selfUpdate: () => request<SelfUpdate>('GET', `${V}/system/self-update`),
   docs: () => request<{ items: DocEntry[] }>('GET', `${V}/docs`),
   doc: (slug: string) => request<DocPage>('GET', `${V}/docs/${encodeURIComponent(slug)}`),
 };
