@@ -28,9 +28,13 @@ type Options struct {
 	Listen string
 	TLS    *tls.Config
 	// Users for remote clients of a listening embedded server.
-	Users  []User
-	Name   string
-	Logger *slog.Logger
+	Users []User
+	// Replicas of every stream, KV bucket and object store Open creates
+	// (0 means 1). A three-node cluster needs 3 to survive a node; the
+	// embedded server is one node and takes only 1.
+	Replicas int
+	Name     string
+	Logger   *slog.Logger
 }
 
 // Bus is a connection to NATS JetStream (and the embedded server, if any).
@@ -100,48 +104,73 @@ func Open(ctx context.Context, o Options) (*Bus, error) {
 		b.Close()
 		return nil, err
 	}
-	if err := b.ensure(ctx); err != nil {
+	if err := b.ensure(ctx, o.Replicas); err != nil {
 		b.Close()
 		return nil, err
 	}
 	return b, nil
 }
 
-// ensure creates every stream and bucket, or updates them to this config.
-func (b *Bus) ensure(ctx context.Context) error {
-	streams := []jetstream.StreamConfig{
+// ensure creates every stream, bucket and object store, or updates them
+// to this config, with replicas copies each (raising the count of an
+// existing stream is an update JetStream performs in place).
+func (b *Bus) ensure(ctx context.Context, replicas int) error {
+	if replicas < 1 {
+		replicas = 1
+	}
+	for _, sc := range streamConfigs(replicas) {
+		if _, err := b.JS.CreateOrUpdateStream(ctx, sc); err != nil {
+			return fmt.Errorf("bus: stream %s (%d replicas): %w", sc.Name, replicas, err)
+		}
+	}
+	for _, kc := range bucketConfigs(replicas) {
+		if _, err := b.JS.CreateOrUpdateKeyValue(ctx, kc); err != nil {
+			return fmt.Errorf("bus: bucket %s (%d replicas): %w", kc.Bucket, replicas, err)
+		}
+	}
+	for _, oc := range objectStoreConfigs(replicas) {
+		if _, err := b.JS.CreateOrUpdateObjectStore(ctx, oc); err != nil {
+			return fmt.Errorf("bus: object store %s (%d replicas): %w", oc.Bucket, replicas, err)
+		}
+	}
+	return nil
+}
+
+// streamConfigs are the streams lcm-api owns.
+func streamConfigs(replicas int) []jetstream.StreamConfig {
+	return []jetstream.StreamConfig{
 		{
 			Name: StreamJobs, Subjects: []string{SubjectJobsAll},
-			Retention: jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage,
+			Retention: jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage, Replicas: replicas,
 			// Dedup window: a retried publish of the same job id is dropped.
 			Duplicates: 10 * time.Minute, MaxAge: 24 * time.Hour,
 		},
 		{
 			Name: StreamJobEvents, Subjects: []string{SubjectJobEventsAll},
-			Retention: jetstream.LimitsPolicy, Storage: jetstream.FileStorage,
+			Retention: jetstream.LimitsPolicy, Storage: jetstream.FileStorage, Replicas: replicas,
 			// Events only need to survive until the API has ingested them.
 			MaxAge: 24 * time.Hour, MaxBytes: 4 << 30, Duplicates: 2 * time.Minute,
 		},
 	}
-	for _, sc := range streams {
-		if _, err := b.JS.CreateOrUpdateStream(ctx, sc); err != nil {
-			return fmt.Errorf("bus: stream %s: %w", sc.Name, err)
-		}
+}
+
+// bucketConfigs are the KV buckets lcm-api owns.
+func bucketConfigs(replicas int) []jetstream.KeyValueConfig {
+	return []jetstream.KeyValueConfig{
+		{Bucket: BucketLocks, TTL: 2 * time.Minute, History: 1, Replicas: replicas},
+		{Bucket: BucketLeader, TTL: 30 * time.Second, History: 1, Replicas: replicas},
+		{Bucket: BucketRateLimit, TTL: 2 * time.Minute, History: 1, Replicas: replicas},
+		{Bucket: BucketLockout, TTL: 24 * time.Hour, History: 1, Replicas: replicas},
+		{Bucket: BucketAuth, TTL: 2 * time.Minute, History: 1, Replicas: replicas},
+		{Bucket: BucketAgents, History: 1, Replicas: replicas},
 	}
-	buckets := []jetstream.KeyValueConfig{
-		{Bucket: BucketLocks, TTL: 2 * time.Minute, History: 1},
-		{Bucket: BucketLeader, TTL: 30 * time.Second, History: 1},
-		{Bucket: BucketRateLimit, TTL: 2 * time.Minute, History: 1},
-		{Bucket: BucketLockout, TTL: 24 * time.Hour, History: 1},
-		{Bucket: BucketAuth, TTL: 2 * time.Minute, History: 1},
-		{Bucket: BucketAgents, History: 1},
+}
+
+// objectStoreConfigs are the object stores lcm-api owns.
+func objectStoreConfigs(replicas int) []jetstream.ObjectStoreConfig {
+	return []jetstream.ObjectStoreConfig{
+		{Bucket: BucketVulnDB, Description: "uploaded OSV exports (<ecosystem>/all.zip)", Storage: jetstream.FileStorage, Replicas: replicas},
 	}
-	for _, kc := range buckets {
-		if _, err := b.JS.CreateOrUpdateKeyValue(ctx, kc); err != nil {
-			return fmt.Errorf("bus: bucket %s: %w", kc.Bucket, err)
-		}
-	}
-	return nil
 }
 
 // KV returns a bucket by name.

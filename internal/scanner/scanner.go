@@ -278,12 +278,13 @@ func (s *Scanner) Sync(ctx context.Context, b *bus.Bus) {
 	}
 }
 
-// VulnDBStore opens (creating) the object store of uploaded exports.
+// VulnDBStore opens the object store of uploaded exports. lcm-api creates
+// it (bus.Open, with the configured replicas); a scanner's NATS user may
+// not create streams.
 func VulnDBStore(ctx context.Context, b *bus.Bus) (jetstream.ObjectStore, error) {
 	obs, err := b.JS.ObjectStore(ctx, bus.BucketVulnDB)
-	if err == nil {
-		return obs, nil
+	if err != nil {
+		return nil, fmt.Errorf("object store %s (lcm-api creates it): %w", bus.BucketVulnDB, err)
 	}
-	return b.JS.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: bus.BucketVulnDB,
-		Description: "uploaded OSV exports (<ecosystem>/all.zip)", Storage: jetstream.FileStorage})
+	return obs, nil
 }
