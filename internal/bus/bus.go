@@ -118,23 +118,47 @@ func (b *Bus) ensure(ctx context.Context, replicas int) error {
 	if replicas < 1 {
 		replicas = 1
 	}
+	op := func(what string, f func(ctx context.Context) error) error {
+		octx, cancel := context.WithTimeout(ctx, ensureOpTimeout)
+		defer cancel()
+		if err := f(octx); err != nil {
+			return fmt.Errorf("bus: %s (%d replicas): %w", what, replicas, err)
+		}
+		return nil
+	}
 	for _, sc := range streamConfigs(replicas) {
-		if _, err := b.JS.CreateOrUpdateStream(ctx, sc); err != nil {
-			return fmt.Errorf("bus: stream %s (%d replicas): %w", sc.Name, replicas, err)
+		if err := op("stream "+sc.Name, func(ctx context.Context) error {
+			_, err := b.JS.CreateOrUpdateStream(ctx, sc)
+			return err
+		}); err != nil {
+			return err
 		}
 	}
 	for _, kc := range bucketConfigs(replicas) {
-		if _, err := b.JS.CreateOrUpdateKeyValue(ctx, kc); err != nil {
-			return fmt.Errorf("bus: bucket %s (%d replicas): %w", kc.Bucket, replicas, err)
+		if err := op("bucket "+kc.Bucket, func(ctx context.Context) error {
+			_, err := b.JS.CreateOrUpdateKeyValue(ctx, kc)
+			return err
+		}); err != nil {
+			return err
 		}
 	}
 	for _, oc := range objectStoreConfigs(replicas) {
-		if _, err := b.JS.CreateOrUpdateObjectStore(ctx, oc); err != nil {
-			return fmt.Errorf("bus: object store %s (%d replicas): %w", oc.Bucket, replicas, err)
+		if err := op("object store "+oc.Bucket, func(ctx context.Context) error {
+			_, err := b.JS.CreateOrUpdateObjectStore(ctx, oc)
+			return err
+		}); err != nil {
+			return err
 		}
 	}
 	return nil
 }
+
+// ensureOpTimeout bounds each stream, bucket or object store creation.
+// Why 30 s and not the JetStream client's 5 s: in a cluster a new
+// replicated stream waits for its raft group to elect a leader, which
+// took more than 5 s on a loaded machine (a cold start of the compose
+// stack, two replicas creating at once) and failed lcm-api's start.
+const ensureOpTimeout = 30 * time.Second
 
 // streamConfigs are the streams lcm-api owns.
 func streamConfigs(replicas int) []jetstream.StreamConfig {
