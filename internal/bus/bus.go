@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -118,16 +119,39 @@ func (b *Bus) ensure(ctx context.Context, replicas int) error {
 	if replicas < 1 {
 		replicas = 1
 	}
-	op := func(what string, f func(ctx context.Context) error) error {
-		octx, cancel := context.WithTimeout(ctx, ensureOpTimeout)
-		defer cancel()
-		if err := f(octx); err != nil {
-			return fmt.Errorf("bus: %s (%d replicas): %w", what, replicas, err)
+	// op creates or updates one stream (name: the stream behind a bucket
+	// or object store). nats-server answers neither of two identical
+	// creates that race from two replicas starting together, though it
+	// makes the stream: an unanswered request is followed by a look-up,
+	// and a random pause puts the replicas out of step for the next one.
+	op := func(what, name string, f func(ctx context.Context) error) error {
+		deadline := time.Now().Add(ensureTimeout)
+		for {
+			octx, cancel := context.WithTimeout(ctx, ensureAnswerTimeout)
+			err := f(octx)
+			cancel()
+			if err == nil {
+				return nil
+			}
+			if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, nats.ErrTimeout) {
+				return fmt.Errorf("bus: %s (%d replicas): %w", what, replicas, err)
+			}
+			for poll := time.Now().Add(ensureAnswerTimeout); time.Now().Before(poll); {
+				if b.hasReplicas(ctx, name, replicas) {
+					b.log.Debug("bus: made without an answer (another process made it at the same time)", "stream", name)
+					return sleepCtx(ctx, time.Duration(rand.Int64N(int64(time.Second))))
+				}
+				if err := sleepCtx(ctx, 200*time.Millisecond); err != nil {
+					return err
+				}
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("bus: %s (%d replicas): %w", what, replicas, err)
+			}
 		}
-		return nil
 	}
 	for _, sc := range streamConfigs(replicas) {
-		if err := op("stream "+sc.Name, func(ctx context.Context) error {
+		if err := op("stream "+sc.Name, sc.Name, func(ctx context.Context) error {
 			_, err := b.JS.CreateOrUpdateStream(ctx, sc)
 			return err
 		}); err != nil {
@@ -135,7 +159,7 @@ func (b *Bus) ensure(ctx context.Context, replicas int) error {
 		}
 	}
 	for _, kc := range bucketConfigs(replicas) {
-		if err := op("bucket "+kc.Bucket, func(ctx context.Context) error {
+		if err := op("bucket "+kc.Bucket, "KV_"+kc.Bucket, func(ctx context.Context) error {
 			_, err := b.JS.CreateOrUpdateKeyValue(ctx, kc)
 			return err
 		}); err != nil {
@@ -143,7 +167,7 @@ func (b *Bus) ensure(ctx context.Context, replicas int) error {
 		}
 	}
 	for _, oc := range objectStoreConfigs(replicas) {
-		if err := op("object store "+oc.Bucket, func(ctx context.Context) error {
+		if err := op("object store "+oc.Bucket, "OBJ_"+oc.Bucket, func(ctx context.Context) error {
 			_, err := b.JS.CreateOrUpdateObjectStore(ctx, oc)
 			return err
 		}); err != nil {
@@ -153,12 +177,39 @@ func (b *Bus) ensure(ctx context.Context, replicas int) error {
 	return nil
 }
 
-// ensureOpTimeout bounds each stream, bucket or object store creation.
-// Why 30 s and not the JetStream client's 5 s: in a cluster a new
-// replicated stream waits for its raft group to elect a leader, which
-// took more than 5 s on a loaded machine (a cold start of the compose
-// stack, two replicas creating at once) and failed lcm-api's start.
-const ensureOpTimeout = 30 * time.Second
+// ensureAnswerTimeout is how long a stream, bucket or object store
+// creation waits for its answer before the stream is looked up instead,
+// and ensureTimeout how long one is tried in all. Why 2 s: a replicated
+// stream waits for its raft group to elect a leader, well under a second
+// on a three-node cluster; an answer that never comes (two replicas racing,
+// see ensure) then costs 2 s, not the client's default 5 s. 30 s in all
+// covers a loaded machine.
+const (
+	ensureAnswerTimeout = 2 * time.Second
+	ensureTimeout       = 30 * time.Second
+)
+
+// sleepCtx waits d or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
+}
+
+// hasReplicas reports whether the stream exists with replicas copies.
+func (b *Bus) hasReplicas(ctx context.Context, name string, replicas int) bool {
+	ctx, cancel := context.WithTimeout(ctx, ensureAnswerTimeout)
+	defer cancel()
+	s, err := b.JS.Stream(ctx, name)
+	if err != nil {
+		return false
+	}
+	info, err := s.Info(ctx)
+	return err == nil && info.Config.Replicas == replicas
+}
 
 // streamConfigs are the streams lcm-api owns.
 func streamConfigs(replicas int) []jetstream.StreamConfig {

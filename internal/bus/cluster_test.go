@@ -173,3 +173,54 @@ func TestReplicasOnAThreeNodeCluster(t *testing.T) {
 	}
 	_ = msgs[0].Ack()
 }
+
+// TestTwoReplicasStartTogether: two lcm-api replicas that start at the same
+// moment both create every stream on a cold cluster (nats-server answers
+// neither of two identical racing creates) and again on a warm one; each
+// Open succeeds and every stream ends with three replicas.
+func TestTwoReplicasStartTogether(t *testing.T) {
+	cluster := testutil.StartNATSCluster(t, 3, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	// The cluster answers JetStream requests once its meta leader is in.
+	testutil.WaitFor(t, 60*time.Second, "JetStream meta leader", func() bool {
+		b, err := Connect(ctx, ClientOptions{URL: cluster.URLs()})
+		if err != nil {
+			return false
+		}
+		defer b.Close()
+		actx, acancel := context.WithTimeout(ctx, 2*time.Second)
+		defer acancel()
+		_, err = b.JS.AccountInfo(actx)
+		return err == nil
+	})
+	for _, round := range []string{"cold", "warm"} {
+		start := time.Now()
+		errs := make(chan error, 2)
+		for i := 0; i < 2; i++ {
+			go func() {
+				b, err := Open(ctx, Options{URL: cluster.URLs(), Replicas: 3})
+				if err == nil {
+					b.Close()
+				}
+				errs <- err
+			}()
+		}
+		for i := 0; i < 2; i++ {
+			if err := <-errs; err != nil {
+				t.Fatalf("%s start: %v", round, err)
+			}
+		}
+		t.Logf("%s: both replicas opened the bus in %s", round, time.Since(start).Round(time.Millisecond))
+	}
+	b, err := Connect(ctx, ClientOptions{URL: cluster.URLs()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	for _, name := range replicated() {
+		if !b.hasReplicas(ctx, name, 3) {
+			t.Errorf("stream %s does not have 3 replicas", name)
+		}
+	}
+}
