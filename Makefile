@@ -13,7 +13,7 @@ BINARIES := api worker scanner agentgw agent fleetsim helper
 AGENT_ARCHES := amd64 arm64
 RUN_ARGS ?=
 
-.PHONY: all build web packages run test test-go test-web bench bench-agents fuzz testhosts-up testhosts-down lint clean images print-ldflags compose-test compose-test-full
+.PHONY: all build web packages run test test-go test-web bench bench-agents fuzz testhosts-up testhosts-down lint clean images print-ldflags compose-test
 
 all: build
 
@@ -49,13 +49,11 @@ images: web
 print-ldflags:
 	@echo '$(LDFLAGS)'
 
-# deploy/compose brought up with podman-compose, a sign-in through the
-# proxy, a server joined and a job run (test host 19); -full adds a NATS
-# node stopped under a job and an API replica restarted (docs/testing.md).
+# deploy/compose brought up with podman-compose: a sign-in through the
+# proxy, a server joined (test host 19), jobs in both segments, a NATS node
+# stopped, an API replica restarted (docs/testing.md). Builds the images.
 compose-test:
 	bash scripts/compose-test.sh
-compose-test-full:
-	LCM_COMPOSE_TEST_FULL=1 bash scripts/compose-test.sh
 
 # All-in-one: embedded NATS, embedded SQLite, config.json and data/ in bin/.
 run: build

@@ -3,9 +3,9 @@
 # the images (scripts/images.sh), brings up Debian test host 19, and runs
 # deploy/compose/compose_test.go, which starts deploy/compose with
 # podman-compose in a scratch directory, signs in through the proxy, joins
-# the host and runs jobs on the workers of both segments, then tears the
-# stack down. LCM_COMPOSE_TEST_FULL=1 (make compose-test-full) adds a job
-# with a NATS node stopped and requests through an API replica's restart.
+# the host, runs jobs on the workers of both segments, a job with one NATS
+# node stopped and requests through an API replica's restart, then tears
+# the stack down.
 #
 # Needs root, podman, runc, podman-compose, the dnsname CNI plugin
 # (golang-github-containernetworking-plugin-dnsname), debootstrap when no

@@ -165,6 +165,7 @@ build() { # image, containerfile, context, extra args...
 	log "built localhost/lcm/$image:$tag ($((SECONDS - start)) s)"
 }
 
+started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 for image in $want; do
 	case $image in
 	lcm-api | lcm-worker | lcm-scanner | lcm-agentgw | lcm-nats)
@@ -174,4 +175,8 @@ for image in $want; do
 	*) die "unknown image $image (images: $all)" ;;
 	esac
 done
+# The previous builds' images and build stages that no tag holds any more
+# (every build links new release metadata into them): gone, so repeated
+# builds do not fill the disk. This build's stages stay as its cache.
+podman image prune -f --filter label=org.lcmproject.lcm.images=1 --filter "until=$started" >/dev/null 2>&1 || true
 podman images --filter reference='localhost/lcm/*' --format '{{.Repository}}:{{.Tag}} {{.Size}}' | grep ":$tag " >&2 || true

@@ -5,7 +5,9 @@
 // scratch directory, writes its secrets with setup.sh, starts it with
 // podman-compose, waits for every container's health check, signs in
 // through the proxy over verified HTTPS, joins Debian test host 19 and runs
-// jobs on the workers of both segments, then tears everything down.
+// jobs on the workers of both segments, runs a job with one NATS node
+// stopped and requests through an API replica's restart, then tears
+// everything down.
 //
 //	go test -tags compose -run TestComposeStack -v ./deploy/compose/
 //
@@ -57,6 +59,8 @@ type stack struct {
 	url     string // https://127.0.0.1:port (the proxy)
 	client  *http.Client
 	env     []string
+	phase   func(string)
+	extra   []string // containers started outside podman-compose
 }
 
 func TestComposeStack(t *testing.T) {
@@ -72,15 +76,19 @@ func TestComposeStack(t *testing.T) {
 			testutil.Unavailable(t, "image localhost/lcm/%s:latest (run make images)", img)
 		}
 	}
-	h := testutil.TestHostAt(t, testHost)
-	testutil.ResetTestHost(t, h)
-	t.Cleanup(func() { testutil.ResetTestHost(t, h) })
-
 	start := time.Now()
 	phase := func(name string) {
-		t.Logf("%-28s %6.1f s", name, time.Since(start).Seconds())
+		t.Logf("%-32s %6.1f s", name, time.Since(start).Seconds())
 	}
+	h := testutil.TestHostAt(t, testHost)
+	testutil.ResetTestHost(t, h)
+	t.Cleanup(func() {
+		testutil.ResetTestHost(t, h)
+		phase("test host 19 reset, done")
+	})
+	phase("test host 19 reset")
 	s := up(t)
+	s.phase = phase
 	phase("stack up")
 	s.waitHealthy(healthTimeout)
 	phase("every container healthy")
@@ -129,15 +137,53 @@ func TestComposeStack(t *testing.T) {
 		}
 	}
 
-	if os.Getenv("LCM_COMPOSE_TEST_FULL") == "1" {
-		s.faults(token, joined.Server.ID)
-		phase("faults (NATS node, API replica)")
-	}
+	s.scaleOut(token, joined.Server.ID)
+	phase("scale out: segment dc3")
+	s.faults(token, joined.Server.ID)
+	phase("NATS node down, API restart")
 }
 
-// faults (make compose-test-full): a job runs with one NATS node of three
-// stopped, and sessions and jobs keep working while an API replica
-// restarts.
+// scaleOut follows README.md "Scale out" for a new segment: setup.sh with
+// the longer worker list, the NATS nodes reload their accounts on SIGHUP,
+// a worker container for dc3 joins the network, and a job of a server
+// moved to dc3 runs on it.
+func (s *stack) scaleOut(token, serverID string) {
+	t := s.t
+	env := s.env
+	s.env = append(s.env, "LCM_COMPOSE_WORKERS=worker-dc1:dc1,default worker-dc2:dc2 worker-dc3:dc3")
+	s.run(2*time.Minute, "./setup.sh")
+	s.env = env
+	s.podman("kill", "--signal", "HUP", s.container("nats-1"), s.container("nats-2"), s.container("nats-3"))
+	name := s.project + "_worker-dc3"
+	s.extra = append(s.extra, name)
+	s.podman("run", "-d", "--name", name, "--network", s.project+"_default", "--restart", "unless-stopped",
+		"-e", "LCM_WORKER_NATS_URL=nats://nats-1:4222,nats://nats-2:4222,nats://nats-3:4222",
+		"-e", "LCM_WORKER_NATS_USER=worker-dc3",
+		"-e", "LCM_WORKER_NATS_PASSWORD_FILE=/run/secrets/nats_worker_dc3",
+		"-e", "LCM_WORKER_SEGMENTS=dc3", "-e", "LCM_WORKER_METRICS_ADDR=0.0.0.0:9340",
+		"-v", filepath.Join(s.dir, "secrets/nats_worker_dc3")+":/run/secrets/nats_worker_dc3:ro",
+		"--health-cmd", "lcm-probe http://127.0.0.1:9340/healthz",
+		"localhost/lcm/lcm-worker:latest")
+	deadline := time.Now().Add(healthTimeout)
+	for exec.Command("podman", "healthcheck", "run", name).Run() != nil {
+		if time.Now().After(deadline) {
+			out, _ := exec.Command("podman", "logs", name).CombinedOutput()
+			t.Fatalf("worker-dc3 never healthy:\n%s", tailOf(out, 3000))
+		}
+		time.Sleep(time.Second)
+	}
+	s.call("PATCH", "/api/v1/servers/"+serverID+"/settings", token, map[string]any{"segment": "dc3"}, nil, 200)
+	var j struct {
+		JobID string `json:"job_id"`
+	}
+	s.call("POST", "/api/v1/servers/"+serverID+"/refresh-all", token, nil, &j, 202, 200)
+	s.waitJob(token, j.JobID)
+	s.ranOnContainer(name, j.JobID)
+}
+
+// faults: a job runs with one NATS node of three stopped (every stream has
+// three replicas), and the session and jobs keep working through the proxy
+// while an API replica restarts.
 func (s *stack) faults(token, serverID string) {
 	t := s.t
 	s.podman("stop", "-t", "10", s.container("nats-2"))
@@ -212,6 +258,14 @@ func (s *stack) down() {
 			s.t.Logf("--- %s ---\n%s", c, out)
 		}
 	}
+	if len(s.extra) > 0 {
+		_ = exec.Command("podman", append([]string{"rm", "-f", "-t", "5"}, s.extra...)...).Run()
+	}
+	// One podman stop for all (in parallel): podman-compose 1.0.3 stops
+	// them one after the other.
+	if c := s.containers(); len(c) > 0 {
+		_ = exec.Command("podman", append([]string{"stop", "-t", "5"}, c...)...).Run()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "podman-compose", "-p", s.project, "down", "-v", "-t", "5")
@@ -223,6 +277,9 @@ func (s *stack) down() {
 	_ = exec.Command("podman", "network", "rm", "-f", s.project+"_default").Run()
 	if left := s.containers(); len(left) > 0 {
 		s.t.Errorf("containers left after down: %v", left)
+	}
+	if s.phase != nil {
+		s.phase("stack torn down")
 	}
 }
 
@@ -405,28 +462,57 @@ func (s *stack) waitJob(token, id string) {
 // "job done" with the job id).
 func (s *stack) ranOn(service, jobID string) {
 	s.t.Helper()
-	sc := bufio.NewScanner(strings.NewReader(s.logs(service)))
+	s.ranOnContainer(s.container(service), jobID)
+}
+
+func (s *stack) ranOnContainer(name, jobID string) {
+	s.t.Helper()
+	out, _ := exec.Command("podman", "logs", name).CombinedOutput()
+	sc := bufio.NewScanner(bytes.NewReader(out))
 	for sc.Scan() {
 		if l := sc.Text(); strings.Contains(l, "job done") && strings.Contains(l, "job_id="+jobID) {
 			if !strings.Contains(l, "status=success") {
-				s.t.Fatalf("%s: %s", service, l)
+				s.t.Fatalf("%s: %s", name, l)
 			}
 			return
 		}
 	}
-	s.t.Fatalf("%s did not run job %s", service, jobID)
+	s.t.Fatalf("%s did not run job %s", name, jobID)
 }
 
-// forward listens on addr's gateway (a free port) and copies every
-// connection to target: the containers' way to a test host.
+// forward listens on the gateway address (a free port) and copies every
+// connection to target: the containers' way to a test host. At the end of
+// the test the listener and every open connection (the worker's pooled SSH
+// connections stay open) are closed.
 func forward(t *testing.T, gateway, target string) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", net.JoinHostPort(gateway, "0"))
 	if err != nil {
 		t.Fatalf("forwarder on the compose network's gateway %s: %v", gateway, err)
 	}
-	var wg sync.WaitGroup
-	t.Cleanup(func() { ln.Close(); wg.Wait() })
+	var (
+		mu    sync.Mutex
+		conns = map[net.Conn]bool{}
+		wg    sync.WaitGroup
+	)
+	track := func(c net.Conn, on bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		if on {
+			conns[c] = true
+		} else {
+			delete(conns, c)
+		}
+	}
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		for c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -438,12 +524,14 @@ func forward(t *testing.T, gateway, target string) string {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				defer c.Close()
+				track(c, true)
+				defer func() { track(c, false); c.Close() }()
 				u, err := net.DialTimeout("tcp", target, 10*time.Second)
 				if err != nil {
 					return
 				}
-				defer u.Close()
+				track(u, true)
+				defer func() { track(u, false); u.Close() }()
 				done := make(chan struct{}, 2)
 				go func() { _, _ = io.Copy(u, c); done <- struct{}{} }()
 				go func() { _, _ = io.Copy(c, u); done <- struct{}{} }()

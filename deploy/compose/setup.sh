@@ -15,9 +15,16 @@
 # Run it as root: the files are handed to uid 65532, the user of every
 # image, with mode 0400. (Rootless podman: `podman unshare ./setup.sh`.)
 #
-# Environment: LCM_PUBLIC_HOST, the name browsers and agents use for this
-# machine (default localhost; it goes into the proxy's and the gateway's
-# certificates); LCM_IMAGE_TAG (default latest).
+# Environment:
+#   LCM_PUBLIC_HOST      the name browsers and agents use for this machine
+#                        (default localhost; it goes into the proxy's and the
+#                        gateway's certificates)
+#   LCM_COMPOSE_WORKERS  the worker accounts, "USER:SEGMENT[,SEGMENT] ..."
+#                        (default "worker-dc1:dc1,default worker-dc2:dc2");
+#                        kept in secrets/workers, so a later run without it
+#                        keeps the list. USER's password is secrets/nats_USER
+#                        with "-" as "_" (worker-dc3: nats_worker_dc3).
+#   LCM_IMAGE_TAG        default latest
 set -euo pipefail
 cd "$(dirname "$0")"
 secrets=${LCM_COMPOSE_SECRETS:-$PWD/secrets}
@@ -63,8 +70,21 @@ put pg_password password
 put jwt_secret jwt
 put lcm.key masterkey
 put backup_passphrase passphrase
-for account in api worker_dc1 worker_dc2 scanner agentgw route; do
+workers=${LCM_COMPOSE_WORKERS:-}
+if [[ -z $workers && -s $secrets/workers ]]; then
+	workers=$(cat "$secrets/workers")
+fi
+workers=${workers:-worker-dc1:dc1,default worker-dc2:dc2}
+for w in $workers; do
+	[[ $w =~ ^[a-z0-9][a-z0-9-]*:[A-Za-z0-9_,-]+$ ]] || die "LCM_COMPOSE_WORKERS: \"$w\" is not USER:SEGMENT[,SEGMENT]"
+done
+printf '%s\n' "$workers" >"$secrets/workers"
+secretname() { echo "nats_${1//-/_}"; }
+for account in api scanner agentgw route; do
 	put "nats_$account" password
+done
+for w in $workers; do
+	put "$(secretname "${w%%:*}")" password
 done
 
 # A CA for the stack; the replicas, the proxy and the gateway get
@@ -110,23 +130,35 @@ chmod 0400 "$secrets/ca.key"
 
 # The NATS servers' accounts: lcm-api writes them with the permissions
 # its processes need (the same a listening embedded NATS gives them).
-mounts=()
-for f in nats_api nats_worker_dc1 nats_worker_dc2 nats_scanner nats_agentgw; do
+mounts=() workerflags=()
+for f in nats_api nats_scanner nats_agentgw; do
 	mounts+=(-v "$secrets/$f:/s/$f:ro")
 done
+for w in $workers; do
+	f=$(secretname "${w%%:*}")
+	mounts+=(-v "$secrets/$f:/s/$f:ro")
+	workerflags+=(-worker "$w=/s/$f")
+done
 podman run --rm --network none --entrypoint /usr/local/bin/lcm-api "${mounts[@]}" "$image" nats-auth \
-	-api api=/s/nats_api \
-	-worker worker-dc1:dc1,default=/s/nats_worker_dc1 \
-	-worker worker-dc2:dc2=/s/nats_worker_dc2 \
+	-api api=/s/nats_api "${workerflags[@]}" \
 	-scanner scanner=/s/nats_scanner \
 	-agentgw agentgw=/s/nats_agentgw >"$secrets/nats-auth.conf.tmp" || die "lcm-api nats-auth failed"
-mv "$secrets/nats-auth.conf.tmp" "$secrets/nats-auth.conf"
 route=$(cat "$secrets/nats_route")
 {
 	echo "# The route account of the NATS cluster and its three routes (setup.sh)."
 	printf 'authorization { user: "route", password: "%s" }\n' "$route"
 	printf 'routes: ["nats://route:%s@nats-1:6222", "nats://route:%s@nats-2:6222", "nats://route:%s@nats-3:6222"]\n' "$route" "$route" "$route"
-} >"$secrets/nats-routes.conf"
+} >"$secrets/nats-routes.conf.tmp"
+# Rewritten in place, not renamed: a running NATS container has the file
+# bind-mounted (by inode) and reads the new accounts on SIGHUP.
+for f in nats-auth.conf nats-routes.conf; do
+	if [[ -e $secrets/$f ]]; then
+		cat "$secrets/$f.tmp" >"$secrets/$f"
+		rm -f "$secrets/$f.tmp"
+	else
+		mv "$secrets/$f.tmp" "$secrets/$f"
+	fi
+done
 chown "$owner" "$secrets/nats-auth.conf" "$secrets/nats-routes.conf"
 chmod 0400 "$secrets/nats-auth.conf" "$secrets/nats-routes.conf"
 

@@ -95,7 +95,10 @@ func Open(ctx context.Context, o Options) (*Bus, error) {
 	} else {
 		b.NC, err = nats.Connect(o.URL, nats.Name(name), nats.UserInfo(o.User, o.Password),
 			nats.MaxReconnects(-1), nats.ReconnectWait(500*time.Millisecond),
-			nats.Timeout(5*time.Second), nats.RetryOnFailedConnect(false))
+			nats.Timeout(5*time.Second), nats.RetryOnFailedConnect(false),
+			// A refusal while reconnecting (accounts being reloaded) is
+			// retried, not the end of the connection.
+			nats.IgnoreAuthErrorAbort())
 	}
 	if err != nil {
 		b.Close()

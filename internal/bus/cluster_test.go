@@ -224,3 +224,38 @@ func TestTwoReplicasStartTogether(t *testing.T) {
 		}
 	}
 }
+
+// TestClientWaitsForItsAccount: a worker started before the servers know
+// its account (added to the NATS configuration and reloaded afterwards, as
+// deploy/compose's setup.sh and SIGHUP do) keeps retrying and connects
+// once the account exists, instead of giving up after two refusals.
+func TestClientWaitsForItsAccount(t *testing.T) {
+	hash := func(pw string) (string, error) {
+		h, err := bcrypt.GenerateFromPassword([]byte(pw), bcrypt.MinCost)
+		return string(h), err
+	}
+	api := FullUser("api", "api-pw")
+	before, err := AuthorizationConf([]User{api}, hash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cluster := testutil.StartNATSCluster(t, 3, before)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	w, err := Connect(ctx, ClientOptions{URL: cluster.URLs(), User: "worker-dc3", Password: "w-pw", Name: "lcm-worker"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	// Refused a few times (the client retries every 500 ms).
+	time.Sleep(2 * time.Second)
+	if w.Healthy() {
+		t.Fatal("connected with an account the servers do not know")
+	}
+	after, err := AuthorizationConf([]User{api, WorkerUser("worker-dc3", "w-pw", []string{"dc3"})}, hash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cluster.SetAuth(t, after)
+	testutil.WaitFor(t, 30*time.Second, "the worker connected after the reload", w.Healthy)
+}

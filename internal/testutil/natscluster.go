@@ -17,6 +17,7 @@ import (
 // loopback ports, each with its own store directory.
 type NATSCluster struct {
 	Nodes []*NATSNode
+	dir   string
 }
 
 // NATSNode is one nats-server process of a NATSCluster.
@@ -67,7 +68,7 @@ func StartNATSCluster(t testing.TB, n int, authConf []byte) *NATSCluster {
 		ports[i] = [3]int{FreePort(t), FreePort(t), FreePort(t)}
 		routes = append(routes, fmt.Sprintf("nats-route://127.0.0.1:%d", ports[i][1]))
 	}
-	c := &NATSCluster{}
+	c := &NATSCluster{dir: dir}
 	for i, p := range ports {
 		name := fmt.Sprintf("n%d", i+1)
 		node := &NATSNode{Name: name, bin: bin,
@@ -104,6 +105,23 @@ func StartNATSCluster(t testing.TB, n int, authConf []byte) *NATSCluster {
 		node.WaitHealthy(t, 30*time.Second)
 	}
 	return c
+}
+
+// SetAuth replaces the authorization block every node includes and makes
+// the running nodes reload it (SIGHUP). The cluster must have been started
+// with an authorization block.
+func (c *NATSCluster) SetAuth(t testing.TB, authConf []byte) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(c.dir, "auth.conf"), authConf, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range c.Nodes {
+		if n.cmd != nil {
+			if err := n.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+				t.Fatalf("reload %s: %v", n.Name, err)
+			}
+		}
+	}
 }
 
 // URLs is the comma-separated client URL list of every node.
