@@ -13,10 +13,13 @@ log() { printf '\n=== %s ===\n' "$*"; }
 
 # Debian packages the tests use: sshd for test hosts, debootstrap to build
 # them, ffmpeg/espeak-ng/pocketsphinx for speech, dig/named-checkzone for
-# DNS, an SMTP sink, chromium for the UI, ansible for the comparison bench.
+# DNS, an SMTP sink, chromium for the UI, ansible for the comparison bench,
+# podman with podman-compose and the dnsname CNI plugin for the compose stack,
+# nats-server for the three-node cluster tests.
 packages=(openssh-server openssh-client sudo debootstrap debian-archive-keyring util-linux iproute2 procps
   ffmpeg espeak-ng pocketsphinx pocketsphinx-en-us dnsutils bind9-utils python3-aiosmtpd chromium ansible
-  docker-registry skopeo podman runc buildah podman-compose)
+  docker-registry skopeo podman runc buildah podman-compose golang-github-containernetworking-plugin-dnsname
+  nats-server openssl)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -70,3 +73,6 @@ if [[ -f web/package.json ]]; then
   log "browser tests"
   (cd web && npm run test:e2e)
 fi
+
+log "compose stack (images, podman-compose, test host 19)"
+bash scripts/compose-test.sh
