@@ -467,17 +467,24 @@ func (s *stack) ranOn(service, jobID string) {
 
 func (s *stack) ranOnContainer(name, jobID string) {
 	s.t.Helper()
-	out, _ := exec.Command("podman", "logs", name).CombinedOutput()
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	for sc.Scan() {
-		if l := sc.Text(); strings.Contains(l, "job done") && strings.Contains(l, "job_id="+jobID) {
-			if !strings.Contains(l, "status=success") {
-				s.t.Fatalf("%s: %s", name, l)
+	// The worker logs "job done" after it published the final state the
+	// API stored: the line may trail the job's success by a moment.
+	var done string
+	testutil.WaitFor(s.t, 30*time.Second, name+` logs "job done" for `+jobID, func() bool {
+		out, _ := exec.Command("podman", "logs", name).CombinedOutput()
+		sc := bufio.NewScanner(bytes.NewReader(out))
+		for sc.Scan() {
+			if l := sc.Text(); strings.Contains(l, "job done") && strings.Contains(l, "job_id="+jobID) {
+				done = l
+				return true
 			}
-			return
 		}
+		time.Sleep(250 * time.Millisecond) // podman logs is not free
+		return false
+	})
+	if !strings.Contains(done, "status=success") {
+		s.t.Fatalf("%s: %s", name, done)
 	}
-	s.t.Fatalf("%s did not run job %s", name, jobID)
 }
 
 // forward listens on the gateway address (a free port) and copies every
