@@ -13,7 +13,7 @@ BINARIES := api worker scanner agentgw agent fleetsim helper
 AGENT_ARCHES := amd64 arm64
 RUN_ARGS ?=
 
-.PHONY: all build web packages run test test-go test-web bench bench-agents fuzz testhosts-up testhosts-down lint clean
+.PHONY: all build web packages run test test-go test-web bench bench-agents fuzz testhosts-up testhosts-down lint clean images print-ldflags compose-test
 
 all: build
 
@@ -40,6 +40,22 @@ build: $(if $(wildcard web/package.json),web)
 # (docs/packages-deb.md), for the architecture the binaries were built for.
 packages: build
 	$(GO) run ./cmd/release packages -version $(VERSION) -arch $$($(GO) env GOARCH) -out dist
+
+# Container images lcm-api, lcm-worker, lcm-scanner, lcm-agentgw, lcm-nats
+# and the compose stack's lcm-postgres and lcm-proxy (Containerfile,
+# deploy/compose/images; docs/install.md "Scale out").
+images: web
+	bash scripts/images.sh
+
+# The release metadata the images are linked with (scripts/images.sh).
+print-ldflags:
+	@echo '$(LDFLAGS)'
+
+# deploy/compose brought up with podman-compose: a sign-in through the
+# proxy, a server joined (test host 19), jobs in both segments, a NATS node
+# stopped, an API replica restarted (docs/testing.md). Builds the images.
+compose-test:
+	bash scripts/compose-test.sh
 
 # All-in-one: embedded NATS, embedded SQLite, config.json and data/ in bin/.
 run: build

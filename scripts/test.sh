@@ -15,10 +15,13 @@ log() { printf '\n=== %s ===\n' "$*"; }
 # them, ffmpeg/espeak-ng/pocketsphinx for speech, dig/named-checkzone for
 # DNS, an SMTP sink, chromium for the UI, ansible for the comparison bench,
 # systemd-analyze to verify the agent's unit, python3-paho-mqtt for the
-# hostile MQTT client battery against the agent gateway.
+# hostile MQTT client battery against the agent gateway, podman with
+# podman-compose and the dnsname CNI plugin for the compose stack,
+# nats-server for the three-node cluster tests.
 packages=(openssh-server openssh-client sudo debootstrap debian-archive-keyring util-linux iproute2 procps
   ffmpeg espeak-ng pocketsphinx pocketsphinx-en-us dnsutils bind9-utils python3-aiosmtpd chromium ansible
-  docker-registry skopeo podman runc buildah podman-compose systemd python3-paho-mqtt)
+  docker-registry skopeo podman runc buildah podman-compose golang-github-containernetworking-plugin-dnsname
+  systemd python3-paho-mqtt nats-server openssl)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -74,3 +77,6 @@ if [[ -f web/package.json ]]; then
   log "browser tests"
   (cd web && npm run test:e2e)
 fi
+
+log "compose stack (images, podman-compose, test host 19)"
+bash scripts/compose-test.sh

@@ -17,6 +17,7 @@ import (
 
 	"github.com/lcmproject/lcm/internal/agentgw"
 	"github.com/lcmproject/lcm/internal/bus"
+	"github.com/lcmproject/lcm/internal/config"
 	"github.com/lcmproject/lcm/internal/health/guard"
 	"github.com/lcmproject/lcm/internal/metrics"
 	"github.com/lcmproject/lcm/internal/version"
@@ -39,17 +40,23 @@ type options struct {
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
 	var o options
+	env := func(k, def string) string {
+		if v := os.Getenv(k); v != "" {
+			return v
+		}
+		return def
+	}
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.listen, "listen", "0.0.0.0:9320", "address of the agent listener")
-	fs.StringVar(&o.certFile, "tls-cert", "", "TLS certificate (PEM) the agents pin")
-	fs.StringVar(&o.keyFile, "tls-key", "", "TLS private key (PEM)")
-	fs.StringVar(&o.natsURL, "nats-url", "", "URL of the NATS JetStream cluster, e.g. nats://nats:4222")
-	fs.StringVar(&o.natsUser, "nats-user", "", "NATS user")
-	fs.StringVar(&o.natsPasswordFile, "nats-password-file", "", "file holding the NATS password (or set LCM_NATS_PASSWORD)")
-	fs.StringVar(&o.natsCA, "nats-ca", "", "PEM file of the CA (or self-signed certificate) of a TLS NATS, e.g. lcm-api's UI certificate when it listens (nats.listen)")
-	fs.StringVar(&o.gwName, "name", "", "the gateway's name in the agents' state (default: the host name); use the name given in lcm-api's agent_gateways")
-	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address, e.g. 127.0.0.1:9341 (/metrics, plain HTTP; off when empty)")
+	fs.StringVar(&o.listen, "listen", env("LCM_AGENTGW_LISTEN", "0.0.0.0:9320"), "address of the agent listener (env LCM_AGENTGW_LISTEN)")
+	fs.StringVar(&o.certFile, "tls-cert", env("LCM_AGENTGW_TLS_CERT", ""), "TLS certificate (PEM) the agents pin (env LCM_AGENTGW_TLS_CERT)")
+	fs.StringVar(&o.keyFile, "tls-key", env("LCM_AGENTGW_TLS_KEY", ""), "TLS private key (PEM) (env LCM_AGENTGW_TLS_KEY)")
+	fs.StringVar(&o.natsURL, "nats-url", env("LCM_AGENTGW_NATS_URL", ""), "URL of the NATS JetStream cluster, e.g. nats://nats:4222 (env LCM_AGENTGW_NATS_URL)")
+	fs.StringVar(&o.natsUser, "nats-user", env("LCM_AGENTGW_NATS_USER", ""), "NATS user (env LCM_AGENTGW_NATS_USER)")
+	fs.StringVar(&o.natsPasswordFile, "nats-password-file", "", "file holding the NATS password (or env LCM_AGENTGW_NATS_PASSWORD, LCM_AGENTGW_NATS_PASSWORD_FILE; LCM_NATS_PASSWORD(_FILE) as before)")
+	fs.StringVar(&o.natsCA, "nats-ca", env("LCM_AGENTGW_NATS_CA", ""), "PEM file of the CA (or self-signed certificate) of a TLS NATS, e.g. lcm-api's UI certificate when it listens (nats.listen) (env LCM_AGENTGW_NATS_CA)")
+	fs.StringVar(&o.metricsAddr, "metrics-addr", env("LCM_AGENTGW_METRICS_ADDR", ""), "serve Prometheus metrics (/metrics) and /healthz on this address, e.g. 127.0.0.1:9341 (plain HTTP; off when empty; env LCM_AGENTGW_METRICS_ADDR)")
+	fs.StringVar(&o.gwName, "name", env("LCM_AGENTGW_NAME", ""), "the gateway's name in the agents' state (default: the host name); use the name given in lcm-api's agent_gateways (env LCM_AGENTGW_NAME)")
 	fs.BoolVar(&o.debug, "debug", false, "log at debug level")
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
@@ -59,6 +66,21 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	return o, nil
+}
+
+// natsPassword is the gateway's NATS password: -nats-password-file, else
+// the environment (LCM_AGENTGW_NATS_PASSWORD first, LCM_NATS_PASSWORD as
+// documented before; each also as a _FILE).
+func (o options) natsPassword() (string, error) {
+	if o.natsPasswordFile != "" {
+		b, err := os.ReadFile(o.natsPasswordFile)
+		if err != nil {
+			return "", fmt.Errorf("NATS password file: %w", err)
+		}
+		return strings.TrimSpace(string(b)), nil
+	}
+	pw, _, err := config.FirstSecretEnv(os.Getenv, "LCM_AGENTGW_NATS_PASSWORD", "LCM_NATS_PASSWORD")
+	return pw, err
 }
 
 func (o options) validate() error {
@@ -116,13 +138,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("TLS certificate: %w", err)
 	}
-	password := os.Getenv("LCM_NATS_PASSWORD")
-	if o.natsPasswordFile != "" {
-		b, err := os.ReadFile(o.natsPasswordFile)
-		if err != nil {
-			return fmt.Errorf("NATS password file: %w", err)
-		}
-		password = strings.TrimSpace(string(b))
+	password, err := o.natsPassword()
+	if err != nil {
+		return err
 	}
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
@@ -180,7 +198,12 @@ func serveGateway(ctx context.Context, o options, b *bus.Bus, ln net.Listener, p
 		func(context.Context) ([]metrics.Gauge, error) {
 			return []metrics.Gauge{{Value: float64(gw.ConnectedClients())}}, nil
 		})
-	if _, err := metrics.Serve(ctx, o.metricsAddr, log); err != nil {
+	if _, err := metrics.Serve(ctx, o.metricsAddr, log, func() error {
+		if !b.Healthy() {
+			return errors.New("NATS not connected")
+		}
+		return nil
+	}); err != nil {
 		ln.Close()
 		return fmt.Errorf("-metrics-addr: %w", err)
 	}

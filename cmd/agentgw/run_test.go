@@ -35,6 +35,49 @@ func TestVersion(t *testing.T) {
 	}
 }
 
+// TestOptionsFromEnv: every flag has an LCM_AGENTGW_* variable, a flag
+// wins over it, and the NATS password comes from a file flag, the
+// gateway's own variable (or its _FILE) or the older LCM_NATS_PASSWORD;
+// two sources at once are refused.
+func TestOptionsFromEnv(t *testing.T) {
+	pw := filepath.Join(t.TempDir(), "pw")
+	os.WriteFile(pw, []byte("from-file\n"), 0o600)
+	for _, k := range []string{"LCM_NATS_PASSWORD", "LCM_NATS_PASSWORD_FILE", "LCM_AGENTGW_NATS_PASSWORD", "LCM_AGENTGW_NATS_PASSWORD_FILE"} {
+		t.Setenv(k, "")
+	}
+	t.Setenv("LCM_AGENTGW_NATS_URL", "nats://env:4222")
+	t.Setenv("LCM_AGENTGW_LISTEN", "127.0.0.1:9999")
+	o, err := parseFlags([]string{"-nats-url", "nats://flag:4222"}, io.Discard)
+	if err != nil || o.natsURL != "nats://flag:4222" || o.listen != "127.0.0.1:9999" {
+		t.Fatalf("%+v %v", o, err)
+	}
+	tests := []struct {
+		name    string
+		env     map[string]string
+		file    string
+		want    string
+		wantErr bool
+	}{
+		{"gateway variable", map[string]string{"LCM_AGENTGW_NATS_PASSWORD": "gw"}, "", "gw", false},
+		{"gateway file", map[string]string{"LCM_AGENTGW_NATS_PASSWORD_FILE": pw}, "", "from-file", false},
+		{"older variable", map[string]string{"LCM_NATS_PASSWORD": "old"}, "", "old", false},
+		{"older file", map[string]string{"LCM_NATS_PASSWORD_FILE": pw}, "", "from-file", false},
+		{"flag file wins", map[string]string{"LCM_NATS_PASSWORD": "old"}, pw, "from-file", false},
+		{"two sources", map[string]string{"LCM_NATS_PASSWORD": "old", "LCM_AGENTGW_NATS_PASSWORD": "gw"}, "", "", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for k, v := range tt.env {
+				t.Setenv(k, v)
+			}
+			got, err := options{natsPasswordFile: tt.file}.natsPassword()
+			if (err != nil) != tt.wantErr || got != tt.want {
+				t.Fatalf("got %q, %v", got, err)
+			}
+		})
+	}
+}
+
 func TestFlagsRequired(t *testing.T) {
 	err := run(context.Background(), nil, &bytes.Buffer{}, &bytes.Buffer{})
 	if err == nil || !strings.Contains(err.Error(), "-tls-cert") || !strings.Contains(err.Error(), "-nats-url") {
@@ -64,15 +107,22 @@ func TestServesAgentListener(t *testing.T) {
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t))
 	metricsAddr := fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t))
-	t.Setenv("LCM_NATS_PASSWORD", gwPassword)
+	// Configured the way a container is: environment, the password in a
+	// secret file.
+	pwFile := filepath.Join(dir, "nats_password")
+	if err := os.WriteFile(pwFile, []byte(gwPassword+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range map[string]string{"LCM_AGENTGW_LISTEN": addr, "LCM_AGENTGW_TLS_CERT": certFile, "LCM_AGENTGW_TLS_KEY": keyFile,
+		"LCM_AGENTGW_NATS_URL": natsURL, "LCM_AGENTGW_NATS_USER": gwUser, "LCM_AGENTGW_NATS_CA": caFile,
+		"LCM_AGENTGW_METRICS_ADDR": metricsAddr, "LCM_AGENTGW_NATS_PASSWORD_FILE": pwFile} {
+		t.Setenv(k, v)
+	}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	logs := &syncBuffer{}
 	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, []string{"-listen", addr, "-tls-cert", certFile, "-tls-key", keyFile, "-nats-url", natsURL,
-			"-nats-user", gwUser, "-nats-ca", caFile, "-metrics-addr", metricsAddr}, logs, logs)
-	}()
+	go func() { done <- run(ctx, nil, logs, logs) }()
 	defer func() {
 		if t.Failed() {
 			t.Logf("gateway log:\n%s", logs.String())
@@ -116,6 +166,11 @@ func TestServesAgentListener(t *testing.T) {
 		if !strings.Contains(string(mbody), want) {
 			t.Errorf("metrics lack %q", want)
 		}
+	}
+	if hresp, err := http.Get("http://" + metricsAddr + "/healthz"); err != nil || hresp.StatusCode != http.StatusOK {
+		t.Fatalf("/healthz: %v %v", hresp, err)
+	} else {
+		hresp.Body.Close()
 	}
 
 	// An agent enrolls and runs a command through the restricted gateway.

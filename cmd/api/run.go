@@ -74,12 +74,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == "rotate-db-key" {
 		return runRotate(ctx, args[1:], stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "nats-auth" {
+		return runNATSAuth(args[1:], stdout, stderr)
+	}
 	o, rest, err := parseFlags(args, stderr)
 	if err != nil {
 		return err
 	}
 	if len(rest) > 0 {
-		return fmt.Errorf("unknown command %q (commands: rotate-db-key)", rest[0])
+		return fmt.Errorf("unknown command %q (commands: rotate-db-key, nats-auth)", rest[0])
 	}
 	if o.version {
 		fmt.Fprintln(stdout, version.Get().String(name))
@@ -193,7 +196,8 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 	}
 	var err2 error
 	if a.bus, err2 = bus.Open(ctx, bus.Options{URL: cfg.NATS.URL, User: cfg.NATS.User, Password: cfg.NATS.Password,
-		DataDir: a.dataDir, Listen: cfg.NATS.Listen, TLS: a.tls, Users: natsUsers(cfg.NATS), Logger: log}); err2 != nil {
+		DataDir: a.dataDir, Listen: cfg.NATS.Listen, TLS: a.tls, Users: natsUsers(cfg.NATS), Replicas: cfg.NATS.ReplicaCount(),
+		Logger: log}); err2 != nil {
 		uiLn.Close()
 		if agentLn != nil {
 			agentLn.Close()
@@ -353,6 +357,16 @@ func (a *app) openData(ctx context.Context, stdout io.Writer) error {
 }
 
 func (a *app) loadTLS(ctx context.Context) (*tls.Config, error) {
+	if a.cfg.TLSCertFile != "" {
+		// The operator's certificate (tls_cert_file, tls_key_file): every
+		// replica presents the same one, which a proxy can verify.
+		pair, err := tls.LoadX509KeyPair(a.cfg.TLSCertFile, a.cfg.TLSKeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("tls_cert_file/tls_key_file: %w", err)
+		}
+		a.log.Info("TLS certificate", "file", a.cfg.TLSCertFile, "sha256", tlscert.Fingerprint(pair))
+		return &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}, nil
+	}
 	c, err := a.store.GetCertificate(ctx, "ui")
 	if err != nil {
 		certPEM, keyPEM, gerr := tlscert.Generate(a.cfg.Host)

@@ -53,5 +53,8 @@ func natsUsers(c config.NATSConfig) []bus.User {
 	for _, g := range c.AgentGateways {
 		users = append(users, bus.AgentGatewayUser(g.User, g.Password))
 	}
+	for _, s := range c.Scanners {
+		users = append(users, bus.ScannerUser(s.User, s.Password))
+	}
 	return users
 }

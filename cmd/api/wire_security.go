@@ -46,6 +46,7 @@ func (a *app) wireSecurity(ctx context.Context, fl *fleet.Service, js *jobs.Serv
 				sc.Trivy = &scanner.Trivy{Bin: bin, CacheDir: a.cfg.Scanner.TrivyCacheDir}
 			}
 		}
+		sc.RegisterMetrics(a.log)
 		go safe.Supervise(ctx, "in-process scanner", func(ctx context.Context) error { return sc.Serve(ctx, a.bus, 2) })
 	} else {
 		a.log.Info("in-process scanner disabled; vulnerability scans need an lcm-scanner")

@@ -7,7 +7,7 @@
 //
 // Usage:
 //
-//	lcm-scanner serve -nats-url tls://lcm:4222 -db /var/lib/lcm-scanner/osv
+//	lcm-scanner serve -nats-url tls://lcm:4222 -db /var/lib/lcm-scanner/osv [-metrics-addr 127.0.0.1:9342]
 //	lcm-scanner scan -sbom sbom.json -db DIR [-min-severity high]
 //	lcm-scanner -version
 package main
@@ -23,11 +23,14 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 
 	"github.com/lcmproject/lcm/internal/bus"
+	"github.com/lcmproject/lcm/internal/config"
 	"github.com/lcmproject/lcm/internal/health"
 	"github.com/lcmproject/lcm/internal/health/guard"
+	"github.com/lcmproject/lcm/internal/metrics"
 	"github.com/lcmproject/lcm/internal/sbom"
 	"github.com/lcmproject/lcm/internal/scanner"
 	"github.com/lcmproject/lcm/internal/version"
@@ -78,15 +81,26 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	url := fs.String("nats-url", env("LCM_SCANNER_NATS_URL", ""), "NATS URL of the control plane (env LCM_SCANNER_NATS_URL)")
-	user := fs.String("nats-user", env("LCM_SCANNER_NATS_USER", ""), "NATS user (env LCM_SCANNER_NATS_USER); the password comes from env LCM_SCANNER_NATS_PASSWORD")
+	user := fs.String("nats-user", env("LCM_SCANNER_NATS_USER", ""), "NATS user (env LCM_SCANNER_NATS_USER); the password comes from env LCM_SCANNER_NATS_PASSWORD or the file LCM_SCANNER_NATS_PASSWORD_FILE names")
 	ca := fs.String("nats-ca", env("LCM_SCANNER_NATS_CA", ""), "PEM file of the CA of a TLS NATS (env LCM_SCANNER_NATS_CA)")
 	dir := fs.String("db", env("LCM_SCANNER_DB", "/var/lib/lcm-scanner/osv"), "directory of the OSV export: <ecosystem>/all.zip (env LCM_SCANNER_DB)")
-	conc := fs.Int("concurrency", 2, "scan requests matched at once")
+	conc := fs.Int("concurrency", 2, "scan requests matched at once (env LCM_SCANNER_CONCURRENCY)")
 	engine := fs.String("engine", env("LCM_SCANNER_ENGINE", scanner.Engine), "osv (built-in, offline OSV export) or trivy (trivy sbom --offline-scan with its own database)")
 	trivyBin := fs.String("trivy-bin", env("LCM_SCANNER_TRIVY_BIN", ""), "trivy binary (default: trivy on PATH)")
 	trivyCache := fs.String("trivy-cache-dir", env("LCM_SCANNER_TRIVY_CACHE_DIR", ""), "trivy --cache-dir holding its database")
+	metricsAddr := fs.String("metrics-addr", env("LCM_SCANNER_METRICS_ADDR", ""), "serve Prometheus metrics (/metrics) and /healthz on this address, e.g. 127.0.0.1:9342 (plain HTTP; off when empty; env LCM_SCANNER_METRICS_ADDR)")
+	if v := os.Getenv("LCM_SCANNER_CONCURRENCY"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return fmt.Errorf("environment LCM_SCANNER_CONCURRENCY: %q is not a positive whole number", v)
+		}
+		*conc = n
+	}
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("serve: unexpected argument %q", fs.Arg(0))
 	}
 	if *url == "" {
 		return errors.New("serve needs -nats-url (or LCM_SCANNER_NATS_URL)")
@@ -94,7 +108,11 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if *engine != scanner.Engine && *engine != scanner.EngineTrivy {
 		return fmt.Errorf("-engine %q: want osv or trivy", *engine)
 	}
-	o := bus.ClientOptions{URL: *url, User: *user, Password: os.Getenv("LCM_SCANNER_NATS_PASSWORD"), Name: "lcm-scanner"}
+	password, _, err := config.SecretEnv(os.Getenv, "LCM_SCANNER_NATS_PASSWORD")
+	if err != nil {
+		return err
+	}
+	o := bus.ClientOptions{URL: *url, User: *user, Password: password, Name: "lcm-scanner"}
 	if *ca != "" {
 		pem, err := os.ReadFile(*ca)
 		if err != nil {
@@ -128,7 +146,11 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	default:
 		return fmt.Errorf("-engine %q: want osv or trivy", *engine)
 	}
-	log.Info("lcm-scanner serving", "db", *dir)
+	s.RegisterMetrics(log)
+	if _, err := metrics.Serve(ctx, *metricsAddr, log, natsHealth(b)); err != nil {
+		return fmt.Errorf("-metrics-addr: %w", err)
+	}
+	log.Info("lcm-scanner serving", "version", version.Get().String("lcm-scanner"), "db", *dir, "nats", *url)
 	// Self-healing as in lcm-api (guard.Run): 10 recovered panics in 15
 	// minutes, or 5 failed NATS checks in a row, stop it gracefully with
 	// exit code 70 for its supervisor to start it afresh.
@@ -138,6 +160,17 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 		return nil
 	}, func(ctx context.Context) error { return s.Serve(ctx, b, *conc) })
+}
+
+// natsHealth is /healthz of a process whose work comes over NATS: healthy
+// while the connection is up (it reconnects by itself).
+func natsHealth(b *bus.Bus) func() error {
+	return func() error {
+		if !b.Healthy() {
+			return errors.New("NATS not connected")
+		}
+		return nil
+	}
 }
 
 func scanFile(args []string, stdout, stderr io.Writer) error {

@@ -10,9 +10,11 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/lcmproject/lcm/internal/bus"
+	"github.com/lcmproject/lcm/internal/config"
 	"github.com/lcmproject/lcm/internal/health/guard"
 	"github.com/lcmproject/lcm/internal/jobs/runner"
 	"github.com/lcmproject/lcm/internal/metrics"
@@ -48,12 +50,20 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.natsURL, "nats-url", env("LCM_WORKER_NATS_URL", ""), "NATS URL of the control plane, e.g. tls://lcm.example:4222 (env LCM_WORKER_NATS_URL)")
 	fs.StringVar(&o.user, "nats-user", env("LCM_WORKER_NATS_USER", ""), "NATS user (env LCM_WORKER_NATS_USER)")
-	fs.StringVar(&o.password, "nats-password", "", "NATS password; prefer env LCM_WORKER_NATS_PASSWORD, flags are visible in ps")
+	fs.StringVar(&o.password, "nats-password", "", "NATS password; prefer env LCM_WORKER_NATS_PASSWORD or LCM_WORKER_NATS_PASSWORD_FILE (a file holding it), flags are visible in ps")
 	fs.StringVar(&o.caFile, "nats-ca", env("LCM_WORKER_NATS_CA", ""), "PEM file of the CA (or self-signed certificate) of a TLS NATS, e.g. lcm-api's UI certificate (env LCM_WORKER_NATS_CA)")
 	fs.StringVar(&o.segments, "segments", env("LCM_WORKER_SEGMENTS", "default"), "comma-separated server segments to serve (env LCM_WORKER_SEGMENTS)")
-	fs.IntVar(&o.concurrency, "concurrency", 64, "jobs run at the same time")
+	concurrency := 64
+	if v := os.Getenv("LCM_WORKER_CONCURRENCY"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return o, fmt.Errorf("environment LCM_WORKER_CONCURRENCY: %q is not a positive whole number", v)
+		}
+		concurrency = n
+	}
+	fs.IntVar(&o.concurrency, "concurrency", concurrency, "jobs run at the same time (env LCM_WORKER_CONCURRENCY)")
 	fs.StringVar(&o.id, "id", env("LCM_WORKER_ID", ""), "worker id in job history (default <hostname>-<random>)")
-	fs.StringVar(&o.metricsAddr, "metrics-addr", env("LCM_WORKER_METRICS_ADDR", ""), "serve Prometheus metrics on this address, e.g. 127.0.0.1:9340 (/metrics, plain HTTP; off when empty; env LCM_WORKER_METRICS_ADDR)")
+	fs.StringVar(&o.metricsAddr, "metrics-addr", env("LCM_WORKER_METRICS_ADDR", ""), "serve Prometheus metrics (/metrics) and /healthz on this address, e.g. 127.0.0.1:9340 (plain HTTP; off when empty; env LCM_WORKER_METRICS_ADDR)")
 	fs.BoolVar(&o.debug, "debug", false, "log at debug level")
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
@@ -62,8 +72,15 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
+	if o.concurrency < 1 {
+		return o, fmt.Errorf("-concurrency %d: want at least 1", o.concurrency)
+	}
 	if o.password == "" {
-		o.password = os.Getenv("LCM_WORKER_NATS_PASSWORD")
+		pw, _, err := config.SecretEnv(os.Getenv, "LCM_WORKER_NATS_PASSWORD")
+		if err != nil {
+			return o, err
+		}
+		o.password = pw
 	}
 	return o, nil
 }
@@ -112,7 +129,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if _, err := metrics.Serve(ctx, o.metricsAddr, log); err != nil {
+	if _, err := metrics.Serve(ctx, o.metricsAddr, log, func() error {
+		if !b.Healthy() {
+			return errors.New("NATS not connected")
+		}
+		return nil
+	}); err != nil {
 		return fmt.Errorf("-metrics-addr: %w", err)
 	}
 	log.Info("=== LCM worker starting ===", "version", version.Get().String(name), "worker", w.ID(), "nats", o.natsURL)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -47,16 +48,26 @@ func workerBinary(t *testing.T) string {
 }
 
 type workerProc struct {
-	cmd  *exec.Cmd
-	logs *strings.Builder
-	mu   *sync.Mutex
+	cmd     *exec.Cmd
+	logs    *strings.Builder
+	mu      *sync.Mutex
+	metrics string // host:port of /metrics and /healthz
 }
 
+// startWorkerProc starts lcm-worker configured as in a container: the
+// environment only, the password in a secret file.
 func startWorkerProc(t *testing.T, url, caFile, user, password, segments string) *workerProc {
 	t.Helper()
-	cmd := exec.Command(workerBinary(t), "-nats-url", url, "-nats-user", user, "-nats-ca", caFile, "-segments", segments, "-concurrency", "8")
-	cmd.Env = append(os.Environ(), "LCM_WORKER_NATS_PASSWORD="+password)
-	w := &workerProc{cmd: cmd, logs: &strings.Builder{}, mu: &sync.Mutex{}}
+	pwFile := filepath.Join(t.TempDir(), "nats_password")
+	if err := os.WriteFile(pwFile, []byte(password+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	metricsAddr := fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t))
+	cmd := exec.Command(workerBinary(t))
+	cmd.Env = append(os.Environ(), "LCM_WORKER_NATS_URL="+url, "LCM_WORKER_NATS_USER="+user, "LCM_WORKER_NATS_CA="+caFile,
+		"LCM_WORKER_SEGMENTS="+segments, "LCM_WORKER_CONCURRENCY=8", "LCM_WORKER_NATS_PASSWORD_FILE="+pwFile,
+		"LCM_WORKER_METRICS_ADDR="+metricsAddr)
+	w := &workerProc{cmd: cmd, logs: &strings.Builder{}, mu: &sync.Mutex{}, metrics: metricsAddr}
 	pr, pw := io.Pipe()
 	cmd.Stderr, cmd.Stdout = pw, pw
 	go func() {
@@ -150,6 +161,14 @@ func TestSeparateWorkerProcess(t *testing.T) {
 
 	// 1. kill -9 mid-job.
 	w := startWorkerProc(t, url, ca, "w-default", "w-secret", "default")
+	testutil.WaitFor(t, 20*time.Second, "worker /healthz answers 200 (connected to NATS)", func() bool {
+		resp, err := http.Get("http://" + w.metrics + "/healthz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
 	j1, err := p.Fleet.UpgradeSecurity(ctx, p.Admin, srv.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -190,6 +209,34 @@ func TestSeparateWorkerProcess(t *testing.T) {
 	// inventory refresh that follows an upgrade appends its own lines).
 	if strings.Count(string(out.Output), want) != 1 {
 		t.Fatalf("output across the restart lost or repeated bytes: got %d bytes\n%s", len(out.Output), out.Output)
+	}
+}
+
+// TestOptionsFromEnv: LCM_WORKER_CONCURRENCY and the password file are
+// read; a flag wins; bad values are refused with the variable named.
+func TestOptionsFromEnv(t *testing.T) {
+	pw := filepath.Join(t.TempDir(), "pw")
+	os.WriteFile(pw, []byte("s3cret\n"), 0o600)
+	t.Setenv("LCM_WORKER_NATS_PASSWORD", "")
+	t.Setenv("LCM_WORKER_NATS_PASSWORD_FILE", pw)
+	t.Setenv("LCM_WORKER_CONCURRENCY", "200")
+	o, err := parse(nil, io.Discard)
+	if err != nil || o.concurrency != 200 || o.password != "s3cret" {
+		t.Fatalf("%+v %v", o, err)
+	}
+	if o, err = parse([]string{"-concurrency", "5"}, io.Discard); err != nil || o.concurrency != 5 {
+		t.Fatalf("flag over env: %+v %v", o, err)
+	}
+	for _, bad := range []string{"many", "0", "-3"} {
+		t.Setenv("LCM_WORKER_CONCURRENCY", bad)
+		if _, err := parse(nil, io.Discard); err == nil || !strings.Contains(err.Error(), "LCM_WORKER_CONCURRENCY") {
+			t.Errorf("LCM_WORKER_CONCURRENCY=%s: %v", bad, err)
+		}
+	}
+	t.Setenv("LCM_WORKER_CONCURRENCY", "")
+	t.Setenv("LCM_WORKER_NATS_PASSWORD", "also")
+	if _, err := parse(nil, io.Discard); err == nil {
+		t.Error("password and password file both set: accepted")
 	}
 }
 

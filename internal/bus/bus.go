@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -28,9 +29,13 @@ type Options struct {
 	Listen string
 	TLS    *tls.Config
 	// Users for remote clients of a listening embedded server.
-	Users  []User
-	Name   string
-	Logger *slog.Logger
+	Users []User
+	// Replicas of every stream, KV bucket and object store Open creates
+	// (0 means 1). A three-node cluster needs 3 to survive a node; the
+	// embedded server is one node and takes only 1.
+	Replicas int
+	Name     string
+	Logger   *slog.Logger
 }
 
 // Bus is a connection to NATS JetStream (and the embedded server, if any).
@@ -90,7 +95,10 @@ func Open(ctx context.Context, o Options) (*Bus, error) {
 	} else {
 		b.NC, err = nats.Connect(o.URL, nats.Name(name), nats.UserInfo(o.User, o.Password),
 			nats.MaxReconnects(-1), nats.ReconnectWait(500*time.Millisecond),
-			nats.Timeout(5*time.Second), nats.RetryOnFailedConnect(false))
+			nats.Timeout(5*time.Second), nats.RetryOnFailedConnect(false),
+			// A refusal while reconnecting (accounts being reloaded) is
+			// retried, not the end of the connection.
+			nats.IgnoreAuthErrorAbort())
 	}
 	if err != nil {
 		b.Close()
@@ -100,48 +108,147 @@ func Open(ctx context.Context, o Options) (*Bus, error) {
 		b.Close()
 		return nil, err
 	}
-	if err := b.ensure(ctx); err != nil {
+	if err := b.ensure(ctx, o.Replicas); err != nil {
 		b.Close()
 		return nil, err
 	}
 	return b, nil
 }
 
-// ensure creates every stream and bucket, or updates them to this config.
-func (b *Bus) ensure(ctx context.Context) error {
-	streams := []jetstream.StreamConfig{
+// ensure creates every stream, bucket and object store, or updates them
+// to this config, with replicas copies each (raising the count of an
+// existing stream is an update JetStream performs in place).
+func (b *Bus) ensure(ctx context.Context, replicas int) error {
+	if replicas < 1 {
+		replicas = 1
+	}
+	// op creates or updates one stream (name: the stream behind a bucket
+	// or object store). nats-server answers neither of two identical
+	// creates that race from two replicas starting together, though it
+	// makes the stream: an unanswered request is followed by a look-up,
+	// and a random pause puts the replicas out of step for the next one.
+	op := func(what, name string, f func(ctx context.Context) error) error {
+		deadline := time.Now().Add(ensureTimeout)
+		for {
+			octx, cancel := context.WithTimeout(ctx, ensureAnswerTimeout)
+			err := f(octx)
+			cancel()
+			if err == nil {
+				return nil
+			}
+			if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, nats.ErrTimeout) {
+				return fmt.Errorf("bus: %s (%d replicas): %w", what, replicas, err)
+			}
+			for poll := time.Now().Add(ensureAnswerTimeout); time.Now().Before(poll); {
+				if b.hasReplicas(ctx, name, replicas) {
+					b.log.Debug("bus: made without an answer (another process made it at the same time)", "stream", name)
+					return sleepCtx(ctx, time.Duration(rand.Int64N(int64(time.Second))))
+				}
+				if err := sleepCtx(ctx, 200*time.Millisecond); err != nil {
+					return err
+				}
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("bus: %s (%d replicas): %w", what, replicas, err)
+			}
+		}
+	}
+	for _, sc := range streamConfigs(replicas) {
+		if err := op("stream "+sc.Name, sc.Name, func(ctx context.Context) error {
+			_, err := b.JS.CreateOrUpdateStream(ctx, sc)
+			return err
+		}); err != nil {
+			return err
+		}
+	}
+	for _, kc := range bucketConfigs(replicas) {
+		if err := op("bucket "+kc.Bucket, "KV_"+kc.Bucket, func(ctx context.Context) error {
+			_, err := b.JS.CreateOrUpdateKeyValue(ctx, kc)
+			return err
+		}); err != nil {
+			return err
+		}
+	}
+	for _, oc := range objectStoreConfigs(replicas) {
+		if err := op("object store "+oc.Bucket, "OBJ_"+oc.Bucket, func(ctx context.Context) error {
+			_, err := b.JS.CreateOrUpdateObjectStore(ctx, oc)
+			return err
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ensureAnswerTimeout is how long a stream, bucket or object store
+// creation waits for its answer before the stream is looked up instead,
+// and ensureTimeout how long one is tried in all. Why 2 s: a replicated
+// stream waits for its raft group to elect a leader, well under a second
+// on a three-node cluster; an answer that never comes (two replicas racing,
+// see ensure) then costs 2 s, not the client's default 5 s. 30 s in all
+// covers a loaded machine.
+const (
+	ensureAnswerTimeout = 2 * time.Second
+	ensureTimeout       = 30 * time.Second
+)
+
+// sleepCtx waits d or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
+}
+
+// hasReplicas reports whether the stream exists with replicas copies.
+func (b *Bus) hasReplicas(ctx context.Context, name string, replicas int) bool {
+	ctx, cancel := context.WithTimeout(ctx, ensureAnswerTimeout)
+	defer cancel()
+	s, err := b.JS.Stream(ctx, name)
+	if err != nil {
+		return false
+	}
+	info, err := s.Info(ctx)
+	return err == nil && info.Config.Replicas == replicas
+}
+
+// streamConfigs are the streams lcm-api owns.
+func streamConfigs(replicas int) []jetstream.StreamConfig {
+	return []jetstream.StreamConfig{
 		{
 			Name: StreamJobs, Subjects: []string{SubjectJobsAll},
-			Retention: jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage,
+			Retention: jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage, Replicas: replicas,
 			// Dedup window: a retried publish of the same job id is dropped.
 			Duplicates: 10 * time.Minute, MaxAge: 24 * time.Hour,
 		},
 		{
 			Name: StreamJobEvents, Subjects: []string{SubjectJobEventsAll},
-			Retention: jetstream.LimitsPolicy, Storage: jetstream.FileStorage,
+			Retention: jetstream.LimitsPolicy, Storage: jetstream.FileStorage, Replicas: replicas,
 			// Events only need to survive until the API has ingested them.
 			MaxAge: 24 * time.Hour, MaxBytes: 4 << 30, Duplicates: 2 * time.Minute,
 		},
 	}
-	for _, sc := range streams {
-		if _, err := b.JS.CreateOrUpdateStream(ctx, sc); err != nil {
-			return fmt.Errorf("bus: stream %s: %w", sc.Name, err)
-		}
+}
+
+// bucketConfigs are the KV buckets lcm-api owns.
+func bucketConfigs(replicas int) []jetstream.KeyValueConfig {
+	return []jetstream.KeyValueConfig{
+		{Bucket: BucketLocks, TTL: 2 * time.Minute, History: 1, Replicas: replicas},
+		{Bucket: BucketLeader, TTL: 30 * time.Second, History: 1, Replicas: replicas},
+		{Bucket: BucketRateLimit, TTL: 2 * time.Minute, History: 1, Replicas: replicas},
+		{Bucket: BucketLockout, TTL: 24 * time.Hour, History: 1, Replicas: replicas},
+		{Bucket: BucketAuth, TTL: 2 * time.Minute, History: 1, Replicas: replicas},
+		{Bucket: BucketAgents, History: 1, Replicas: replicas},
 	}
-	buckets := []jetstream.KeyValueConfig{
-		{Bucket: BucketLocks, TTL: 2 * time.Minute, History: 1},
-		{Bucket: BucketLeader, TTL: 30 * time.Second, History: 1},
-		{Bucket: BucketRateLimit, TTL: 2 * time.Minute, History: 1},
-		{Bucket: BucketLockout, TTL: 24 * time.Hour, History: 1},
-		{Bucket: BucketAuth, TTL: 2 * time.Minute, History: 1},
-		{Bucket: BucketAgents, History: 1},
+}
+
+// objectStoreConfigs are the object stores lcm-api owns.
+func objectStoreConfigs(replicas int) []jetstream.ObjectStoreConfig {
+	return []jetstream.ObjectStoreConfig{
+		{Bucket: BucketVulnDB, Description: "uploaded OSV exports (<ecosystem>/all.zip)", Storage: jetstream.FileStorage, Replicas: replicas},
 	}
-	for _, kc := range buckets {
-		if _, err := b.JS.CreateOrUpdateKeyValue(ctx, kc); err != nil {
-			return fmt.Errorf("bus: bucket %s: %w", kc.Bucket, err)
-		}
-	}
-	return nil
 }
 
 // KV returns a bucket by name.

@@ -27,7 +27,11 @@ type ClientOptions struct {
 // or during a restart of lcm-api joins as soon as NATS answers.
 func Connect(ctx context.Context, o ClientOptions) (*Bus, error) {
 	opts := []nats.Option{nats.Name(o.Name), nats.MaxReconnects(-1), nats.ReconnectWait(500 * time.Millisecond),
-		nats.Timeout(5 * time.Second), nats.RetryOnFailedConnect(true)}
+		nats.Timeout(5 * time.Second), nats.RetryOnFailedConnect(true),
+		// An account the servers do not know yet (added and reloaded
+		// after the process started) is retried like an unreachable
+		// server, not given up for good after two refusals.
+		nats.IgnoreAuthErrorAbort()}
 	if o.User != "" {
 		opts = append(opts, nats.UserInfo(o.User, o.Password))
 	}

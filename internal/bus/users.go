@@ -71,3 +71,31 @@ func AgentGatewayUser(name, password string) User {
 		Subscribe: []string{"_INBOX.>", AgentSubject("*", "cmd"), AgentSubject("*", "kick")},
 	}}
 }
+
+// ScannerUser is the least-privilege NATS user of lcm-scanner: it answers
+// scan and status requests (queue group QueueScanners), hears database
+// updates, reads the uploaded OSV exports from the LCM_VULNDB object store
+// and writes results too large for a reply into it. It cannot touch jobs,
+// job events, agents, KV buckets or create, update or delete any stream.
+//
+// The JetStream API subjects are those nats.go's ObjectStore uses for one
+// store: STREAM.INFO to bind it, MSG.GET/DIRECT.GET for an object's meta,
+// an ordered (ephemeral) consumer to list and read chunks, and publishing
+// chunks and meta under $O.<store>. A scanner could overwrite an object's
+// meta; it is a process of the control plane, not of a managed server.
+func ScannerUser(name, password string) User {
+	stream := "OBJ_" + BucketVulnDB
+	return User{Name: name, Password: password, Permissions: &Permissions{
+		Publish: []string{
+			"$JS.API.INFO",
+			"$JS.API.STREAM.INFO." + stream,
+			"$JS.API.STREAM.MSG.GET." + stream, "$JS.API.DIRECT.GET." + stream + ".>",
+			"$JS.API.CONSUMER.CREATE." + stream, "$JS.API.CONSUMER.CREATE." + stream + ".>",
+			"$JS.API.CONSUMER.INFO." + stream + ".>", "$JS.API.CONSUMER.DELETE." + stream + ".>",
+			"$JS.API.CONSUMER.MSG.NEXT." + stream + ".>", "$JS.ACK." + stream + ".>",
+			"$O." + BucketVulnDB + ".>",
+		},
+		Subscribe:       []string{"_INBOX.>", SubjectScanRequest, SubjectScanStatus, SubjectScanDBUpdated},
+		ResponseMaxMsgs: 1,
+	}}
+}

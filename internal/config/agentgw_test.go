@@ -63,3 +63,18 @@ func TestExternalAgentGateways(t *testing.T) {
 		})
 	}
 }
+
+// TestScannerAccounts: nats.scanners needs user and password, masked in
+// every dump.
+func TestScannerAccounts(t *testing.T) {
+	cfg := Defaults()
+	cfg.JWTSecret = strings.Repeat("x", 32)
+	cfg.NATS.Scanners = []NATSAccount{{User: "scanner", Password: "sc-secret"}, {Password: "x"}}
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "nats.scanners[1]") ||
+		strings.Contains(err.Error(), "nats.scanners[0]") {
+		t.Fatalf("validation: %v", err)
+	}
+	if r := cfg.Redacted(); r.NATS.Scanners[0].Password != "***" || cfg.NATS.Scanners[0].Password != "sc-secret" {
+		t.Fatalf("redacted %+v", r.NATS.Scanners)
+	}
+}

@@ -25,6 +25,9 @@ import (
 	"github.com/lcmproject/lcm/pkg/agentproto"
 )
 
+// MaxNATSReplicas is JetStream's own limit on a stream's replicas.
+const MaxNATSReplicas = 5
+
 // MinJWTSecretLen is the spec's minimum: shorter secrets are refused on load
 // because HMAC-SHA256 keys below 32 bytes weaken every session token.
 const MinJWTSecretLen = 32
@@ -65,6 +68,12 @@ type Config struct {
 	// network); port 0, the default, means off.
 	MetricsHost string `json:"metrics_host"`
 	MetricsPort int    `json:"metrics_port"`
+	// TLSCertFile and TLSKeyFile, when set, are the PEM certificate and
+	// key of the UI and agent listeners instead of the self-signed one
+	// lcm-api generates and stores: replicas behind a proxy that verifies
+	// them, or a certificate from the operator's CA.
+	TLSCertFile string `json:"tls_cert_file,omitempty"`
+	TLSKeyFile  string `json:"tls_key_file,omitempty"`
 
 	// DataDir holds lcm.key, the SQLite DB, version.json, the NATS store.
 	// Relative paths are relative to the config file's directory.
@@ -100,12 +109,19 @@ type NATSConfig struct {
 	// Credentials for an external NATS or for this process on a listening one.
 	User     string `json:"user,omitempty"`
 	Password string `json:"password,omitempty"`
+	// Replicas is the replica count of every stream and KV bucket lcm-api
+	// creates (1, the default, for the embedded server or a single
+	// nats-server; 3 for a three-node cluster, so one node may fail).
+	Replicas int `json:"replicas,omitempty"`
 	// Workers are the remote lcm-worker accounts of a listening embedded
 	// NATS, each limited to its segments.
 	Workers []NATSWorker `json:"workers,omitempty"`
 	// AgentGateways are the remote lcm-agentgw accounts of a listening
 	// embedded NATS, limited to agent subjects and the agent bucket.
 	AgentGateways []NATSAccount `json:"agent_gateways,omitempty"`
+	// Scanners are the remote lcm-scanner accounts of a listening
+	// embedded NATS, limited to scan subjects and the LCM_VULNDB store.
+	Scanners []NATSAccount `json:"scanners,omitempty"`
 }
 
 // AgentGateway is one separately run lcm-agentgw as agents reach it.
@@ -378,45 +394,45 @@ func write(path string, cfg Config) error {
 // Unknown LCM_ variables are ignored; a malformed value is an error naming it.
 func (c *Config) ApplyEnv(getenv func(string) string) error {
 	str := map[string]*string{
-		"LCM_JWT_SECRET": &c.JWTSecret, "LCM_PUBLIC_BASE_URL": &c.PublicBaseURL,
-		"LCM_LOG_LEVEL": &c.LogLevel, "LCM_HOST": &c.Host, "LCM_AGENT_HOST": &c.AgentHost,
-		"LCM_MCP_HOST": &c.MCPHost, "LCM_METRICS_HOST": &c.MetricsHost, "LCM_DATA_DIR": &c.DataDir, "LCM_DATABASE_URL": &c.Database.URL,
+		"LCM_PUBLIC_BASE_URL": &c.PublicBaseURL,
+		"LCM_LOG_LEVEL":       &c.LogLevel, "LCM_HOST": &c.Host, "LCM_AGENT_HOST": &c.AgentHost,
+		"LCM_MCP_HOST": &c.MCPHost, "LCM_METRICS_HOST": &c.MetricsHost, "LCM_DATA_DIR": &c.DataDir,
 		"LCM_NATS_URL": &c.NATS.URL, "LCM_NATS_LISTEN": &c.NATS.Listen, "LCM_NATS_USER": &c.NATS.User,
-		"LCM_NATS_PASSWORD": &c.NATS.Password, "LCM_DNS_LISTEN": &c.DNS.Listen,
-		"LCM_SMTP_HOST": &c.SMTP.Host, "LCM_SMTP_FROM": &c.SMTP.From, "LCM_SMTP_USERNAME": &c.SMTP.Username,
-		"LCM_SMTP_PASSWORD": &c.SMTP.Password,
+		"LCM_DNS_LISTEN": &c.DNS.Listen,
+		"LCM_SMTP_HOST":  &c.SMTP.Host, "LCM_SMTP_FROM": &c.SMTP.From, "LCM_SMTP_USERNAME": &c.SMTP.Username,
+		"LCM_TLS_CERT_FILE": &c.TLSCertFile, "LCM_TLS_KEY_FILE": &c.TLSKeyFile,
 	}
 	ints := map[string]*int{
 		"LCM_PORT": &c.Port, "LCM_AGENT_PORT": &c.AgentPort, "LCM_MCP_PORT": &c.MCPPort, "LCM_METRICS_PORT": &c.MetricsPort,
 		"LCM_ACCESS_TOKEN_TTL_MINUTES":      &c.AccessTokenTTLMinutes,
 		"LCM_API_KEY_RATE_LIMIT_PER_MINUTE": &c.APIKeyRateLimitPerMinute, "LCM_SMTP_PORT": &c.SMTP.Port,
 		"LCM_STORAGE_HISTORY_DAYS": &c.StorageHistoryDays, "LCM_JOB_HISTORY_DAYS": &c.JobHistoryDays,
+		"LCM_NATS_REPLICAS": &c.NATS.Replicas,
 	}
-	bools := map[string]*bool{"LCM_TRUST_PROXY_HEADER": &c.TrustProxyHeader, "LCM_ACCESS_LOG": &c.AccessLog}
+	bools := map[string]*bool{"LCM_TRUST_PROXY_HEADER": &c.TrustProxyHeader, "LCM_ACCESS_LOG": &c.AccessLog,
+		"LCM_WORKER_DISABLED": &c.Worker.Disabled, "LCM_SCANNER_DISABLED": &c.Scanner.Disabled}
 	for k, p := range str {
 		if v := getenv(k); v != "" {
 			*p = v
 		}
 	}
-	// Secrets may come from files (container secrets): LCM_<KEY>_FILE.
-	for _, k := range []string{"LCM_JWT_SECRET", "LCM_DATABASE_URL", "LCM_NATS_PASSWORD", "LCM_SMTP_PASSWORD"} {
-		if f := getenv(k + "_FILE"); f != "" {
-			b, err := os.ReadFile(f)
-			if err != nil {
-				return fmt.Errorf("environment %s_FILE: %w", k, err)
-			}
-			v := strings.TrimSpace(string(b))
-			switch k {
-			case "LCM_JWT_SECRET":
-				c.JWTSecret = v
-			case "LCM_DATABASE_URL":
-				c.Database.URL = v
-			case "LCM_NATS_PASSWORD":
-				c.NATS.Password = v
-			case "LCM_SMTP_PASSWORD":
-				c.SMTP.Password = v
-			}
+	// Secrets: LCM_<KEY>, or LCM_<KEY>_FILE naming a file that holds it
+	// (container secrets).
+	secrets := map[string]*string{
+		"LCM_JWT_SECRET": &c.JWTSecret, "LCM_DATABASE_URL": &c.Database.URL,
+		"LCM_NATS_PASSWORD": &c.NATS.Password, "LCM_SMTP_PASSWORD": &c.SMTP.Password,
+	}
+	for k, p := range secrets {
+		v, ok, err := SecretEnv(getenv, k)
+		if err != nil {
+			return err
 		}
+		if ok {
+			*p = v
+		}
+	}
+	if err := c.applyDatabasePassword(getenv); err != nil {
+		return err
 	}
 	for k, p := range ints {
 		if v := getenv(k); v != "" {
@@ -442,6 +458,30 @@ func (c *Config) ApplyEnv(getenv func(string) string) error {
 	if v := getenv("LCM_REQUIRE_2FA_ROLES"); v != "" {
 		c.Require2FARoles = splitList(v)
 	}
+	return nil
+}
+
+// applyDatabasePassword puts LCM_DATABASE_PASSWORD(_FILE) into the
+// database URL, so the URL (host, user, database) can sit in plain
+// configuration and only the password in a secret file, the same file the
+// PostgreSQL container reads (POSTGRES_PASSWORD_FILE).
+func (c *Config) applyDatabasePassword(getenv func(string) string) error {
+	pw, ok, err := SecretEnv(getenv, "LCM_DATABASE_PASSWORD")
+	if err != nil || !ok {
+		return err
+	}
+	if c.Database.URL == "" {
+		return errors.New("environment LCM_DATABASE_PASSWORD: database.url (LCM_DATABASE_URL) is not set; the password needs a postgres:// URL")
+	}
+	u, err := url.Parse(c.Database.URL)
+	if err != nil || u.User == nil || u.User.Username() == "" {
+		return errors.New("environment LCM_DATABASE_PASSWORD: database.url must name the user, e.g. postgres://lcm@db:5432/lcm")
+	}
+	if _, has := u.User.Password(); has {
+		return errors.New("environment LCM_DATABASE_PASSWORD: database.url already holds a password; give it in one place")
+	}
+	u.User = url.UserPassword(u.User.Username(), pw)
+	c.Database.URL = u.String()
 	return nil
 }
 
@@ -510,6 +550,14 @@ func (c *Config) Validate() error {
 	if c.NATS.Listen != "" && c.NATS.URL == "" && (c.NATS.User == "" || c.NATS.Password == "") {
 		bad("nats.user", "a listening embedded NATS (nats.listen) needs nats.user and nats.password for lcm-api itself")
 	}
+	if r := c.NATS.Replicas; r < 0 || r > MaxNATSReplicas {
+		bad("nats.replicas", "must be between 1 and %d (0 means 1), is %d", MaxNATSReplicas, r)
+	} else if r > 1 && c.NATS.URL == "" {
+		bad("nats.replicas", "%d replicas need an external NATS cluster (nats.url); the embedded server is a single node", r)
+	}
+	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
+		bad("tls_cert_file", "tls_cert_file and tls_key_file are set together or not at all")
+	}
 	for i, w := range c.NATS.Workers {
 		if w.User == "" || w.Password == "" || len(w.Segments) == 0 {
 			bad(fmt.Sprintf("nats.workers[%d]", i), "needs user, password and segments")
@@ -542,6 +590,11 @@ func (c *Config) Validate() error {
 			bad(key+".name", "%q is used by two gateways", g.Name)
 		}
 		names[g.Name] = true
+	}
+	for i, g := range c.NATS.Scanners {
+		if g.User == "" || g.Password == "" {
+			bad(fmt.Sprintf("nats.scanners[%d]", i), "needs user and password")
+		}
 	}
 	if u := c.Updates.FeedURL; u != "" {
 		if pu, err := url.Parse(u); err != nil || (pu.Scheme != "https" && pu.Scheme != "http") || pu.Host == "" {
@@ -581,6 +634,10 @@ func (c Config) Redacted() Config {
 	c.NATS.AgentGateways = append([]NATSAccount(nil), c.NATS.AgentGateways...)
 	for i := range c.NATS.AgentGateways {
 		mask(&c.NATS.AgentGateways[i].Password)
+	}
+	c.NATS.Scanners = append([]NATSAccount(nil), c.NATS.Scanners...)
+	for i := range c.NATS.Scanners {
+		mask(&c.NATS.Scanners[i].Password)
 	}
 	mask(&c.SMTP.Password)
 	if c.Database.URL != "" {
@@ -659,4 +716,12 @@ func RemoveSMTPPassword(path string) (bool, error) {
 		return false, fmt.Errorf("config: replace %s: %w", path, err)
 	}
 	return true, nil
+}
+
+// ReplicaCount is nats.replicas with its default applied.
+func (n NATSConfig) ReplicaCount() int {
+	if n.Replicas < 1 {
+		return 1
+	}
+	return n.Replicas
 }

@@ -9,6 +9,7 @@ package metrics
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -66,6 +67,16 @@ var (
 	SSHErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "lcm_ssh_connect_errors_total", Help: "Failed SSH connections by stage (dial, handshake).",
 	}, []string{"stage"})
+	// ScannerScans counts SBOMs matched by a scanner (lcm-scanner, or the
+	// one inside an all-in-one lcm-api) by engine and result (ok, error,
+	// disabled: no database), and ScannerScanDuration their matching time.
+	ScannerScans = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "lcm_scanner_scans_total", Help: "SBOMs a scanner matched, by engine and result (ok, error, disabled).",
+	}, []string{"engine", "result"})
+	ScannerScanDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "lcm_scanner_scan_duration_seconds", Help: "Time a scanner took to match one SBOM, by engine.",
+		Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+	}, []string{"engine"})
 	// Panics counts recovered panics by where they happened.
 	Panics = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "lcm_panics_recovered_total", Help: "Panics recovered and counted, by where they happened.",
@@ -77,7 +88,7 @@ func init() {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		HTTPRequests, HTTPDuration, LoginFailures, RateLimited, JobsFinished, JobDuration,
-		IngestEvents, IngestBytes, SSHErrors, Panics,
+		IngestEvents, IngestBytes, SSHErrors, Panics, ScannerScans, ScannerScanDuration,
 	)
 	// The three SSH stages exist from the start, so a rate over them is
 	// defined before the first error.
@@ -142,8 +153,10 @@ func Handler() http.Handler {
 }
 
 // Serve listens on addr and serves /metrics until ctx ends; "" means
-// off. It returns the bound address.
-func Serve(ctx context.Context, addr string, log *slog.Logger) (string, error) {
+// off. When health is not nil it also serves /healthz: 200 "ok" while
+// health returns nil, 503 with the reason otherwise (what a container
+// health check or a load balancer asks). It returns the bound address.
+func Serve(ctx context.Context, addr string, log *slog.Logger, health func() error) (string, error) {
 	if addr == "" {
 		return "", nil
 	}
@@ -153,6 +166,18 @@ func Serve(ctx context.Context, addr string, log *slog.Logger) (string, error) {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", Handler())
+	if health != nil {
+		mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			w.Header().Set("Cache-Control", "no-store")
+			if err := health(); err != nil {
+				w.WriteHeader(http.StatusServiceUnavailable)
+				_, _ = io.WriteString(w, err.Error()+"\n")
+				return
+			}
+			_, _ = io.WriteString(w, "ok\n")
+		})
+	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second}
 	go func() {
 		<-ctx.Done()

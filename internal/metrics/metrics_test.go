@@ -23,7 +23,7 @@ func scrape(t *testing.T) map[string]*familyView {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	addr, err := Serve(ctx, "127.0.0.1:0", nil)
+	addr, err := Serve(ctx, "127.0.0.1:0", nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,9 +132,46 @@ func TestScrapeCarriesEveryFamily(t *testing.T) {
 
 // TestServeOff: an empty address serves nothing.
 func TestServeOff(t *testing.T) {
-	addr, err := Serve(context.Background(), "", nil)
+	addr, err := Serve(context.Background(), "", nil, nil)
 	if err != nil || addr != "" {
 		t.Fatalf("Serve(\"\") = %q, %v", addr, err)
+	}
+}
+
+// TestHealthz: with a health function the listener answers /healthz with
+// 200 while it holds and 503 with the reason when it does not; without one
+// there is no /healthz.
+func TestHealthz(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var down error
+	addr, err := Serve(ctx, "127.0.0.1:0", nil, func() error { return down })
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(base string) (int, string) {
+		t.Helper()
+		resp, err := http.Get("http://" + base + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := get(addr); code != 200 || body != "ok\n" {
+		t.Fatalf("healthy: %d %q", code, body)
+	}
+	down = errors.New("NATS not connected")
+	if code, body := get(addr); code != 503 || !strings.Contains(body, "NATS not connected") {
+		t.Fatalf("unhealthy: %d %q", code, body)
+	}
+	plain, err := Serve(ctx, "127.0.0.1:0", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, _ := get(plain); code != 404 {
+		t.Fatalf("/healthz without a health function: %d", code)
 	}
 }
 

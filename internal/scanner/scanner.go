@@ -26,6 +26,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lcmproject/lcm/internal/bus"
+	"github.com/lcmproject/lcm/internal/metrics"
 	"github.com/lcmproject/lcm/internal/sbom"
 	"github.com/lcmproject/lcm/internal/vulndb"
 )
@@ -116,8 +117,58 @@ func (s *Scanner) Status() bus.ScannerStatus {
 // maxSBOM bounds an unpacked SBOM (a server with 20,000 packages is ~10 MiB).
 const maxSBOM = 64 << 20
 
-// Scan matches one request.
+// Scan matches one request, counted in lcm_scanner_scans_total and timed
+// in lcm_scanner_scan_duration_seconds.
 func (s *Scanner) Scan(req bus.ScanRequest) bus.ScanResult {
+	start := time.Now()
+	res := s.scan(req)
+	result := "ok"
+	switch {
+	case res.Disabled:
+		result = "disabled"
+	case res.Error != "":
+		result = "error"
+	}
+	engine := s.engine()
+	metrics.ScannerScans.WithLabelValues(engine, result).Inc()
+	if result != "disabled" {
+		metrics.ScannerScanDuration.WithLabelValues(engine).Observe(time.Since(start).Seconds())
+	}
+	return res
+}
+
+// engine names the engine this scanner matches with.
+func (s *Scanner) engine() string {
+	if s.Trivy != nil {
+		return EngineTrivy
+	}
+	return Engine
+}
+
+// RegisterMetrics adds the database gauges, read at scrape time, to this
+// process's metrics: records loaded (0 without a database) and the
+// newest record's modification time.
+func (s *Scanner) RegisterMetrics(log *slog.Logger) {
+	metrics.GaugeFunc("lcm_scanner_database_records", "Vulnerability records the scanner has loaded (0: no database, scans answer disabled).",
+		nil, time.Second, log, func(context.Context) ([]metrics.Gauge, error) {
+			n := 0
+			if db := s.db.Load(); db != nil {
+				n = db.Records()
+			}
+			return []metrics.Gauge{{Value: float64(n)}}, nil
+		})
+	metrics.GaugeFunc("lcm_scanner_database_newest_timestamp_seconds", "Modification time of the newest record in the scanner's database (Unix seconds; absent without a database).",
+		nil, time.Second, log, func(context.Context) ([]metrics.Gauge, error) {
+			db := s.db.Load()
+			if db == nil {
+				return nil, nil
+			}
+			return []metrics.Gauge{{Value: float64(db.Newest().Unix())}}, nil
+		})
+}
+
+// scan matches one request.
+func (s *Scanner) scan(req bus.ScanRequest) bus.ScanResult {
 	res := bus.ScanResult{V: bus.MessageVersion, Key: req.Key}
 	db := s.db.Load()
 	if db == nil && s.Trivy == nil {
@@ -206,6 +257,7 @@ func (s *Scanner) Serve(ctx context.Context, b *bus.Bus, concurrency int) error 
 		var res bus.ScanResult
 		if err := json.Unmarshal(data, &req); err != nil || req.V > bus.MessageVersion {
 			res = bus.ScanResult{V: bus.MessageVersion, Error: "unreadable scan request"}
+			metrics.ScannerScans.WithLabelValues(s.engine(), "error").Inc()
 		} else {
 			res = s.Scan(req)
 		}
@@ -278,12 +330,13 @@ func (s *Scanner) Sync(ctx context.Context, b *bus.Bus) {
 	}
 }
 
-// VulnDBStore opens (creating) the object store of uploaded exports.
+// VulnDBStore opens the object store of uploaded exports. lcm-api creates
+// it (bus.Open, with the configured replicas); a scanner's NATS user may
+// not create streams.
 func VulnDBStore(ctx context.Context, b *bus.Bus) (jetstream.ObjectStore, error) {
 	obs, err := b.JS.ObjectStore(ctx, bus.BucketVulnDB)
-	if err == nil {
-		return obs, nil
+	if err != nil {
+		return nil, fmt.Errorf("object store %s (lcm-api creates it): %w", bus.BucketVulnDB, err)
 	}
-	return b.JS.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: bus.BucketVulnDB,
-		Description: "uploaded OSV exports (<ecosystem>/all.zip)", Storage: jetstream.FileStorage})
+	return obs, nil
 }
