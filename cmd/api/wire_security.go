@@ -22,6 +22,11 @@ import (
 func (a *app) wireSecurity(ctx context.Context, fl *fleet.Service, js *jobs.Service, st *status.Service) *vulnsvc.Service {
 	svc := vulnsvc.New(a.store, st, &scanner.Client{Bus: a.bus}, a.log)
 	svc.SetUpgrader(fl)
+	// The object store of uploaded exports is the control plane's to
+	// create: a remote scanner's NATS account may only use it.
+	if _, err := scanner.VulnDBStore(ctx, a.bus); err != nil {
+		a.log.Error("vulnerability database object store", "err", err)
+	}
 	if !a.cfg.Scanner.Disabled {
 		dir := a.cfg.Scanner.DBDir
 		if dir == "" {

@@ -23,6 +23,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/lcmproject/lcm/internal/bus"
@@ -72,13 +73,14 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	url := fs.String("nats-url", env("LCM_SCANNER_NATS_URL", ""), "NATS URL of the control plane (env LCM_SCANNER_NATS_URL)")
-	user := fs.String("nats-user", env("LCM_SCANNER_NATS_USER", ""), "NATS user (env LCM_SCANNER_NATS_USER); the password comes from env LCM_SCANNER_NATS_PASSWORD")
+	user := fs.String("nats-user", env("LCM_SCANNER_NATS_USER", ""), "NATS user (env LCM_SCANNER_NATS_USER); the password comes from env LCM_SCANNER_NATS_PASSWORD or the file LCM_SCANNER_NATS_PASSWORD_FILE names")
 	ca := fs.String("nats-ca", env("LCM_SCANNER_NATS_CA", ""), "PEM file of the CA of a TLS NATS (env LCM_SCANNER_NATS_CA)")
 	dir := fs.String("db", env("LCM_SCANNER_DB", "/var/lib/lcm-scanner/osv"), "directory of the OSV export: <ecosystem>/all.zip (env LCM_SCANNER_DB)")
 	conc := fs.Int("concurrency", 2, "scan requests matched at once")
 	engine := fs.String("engine", env("LCM_SCANNER_ENGINE", scanner.Engine), "osv (built-in, offline OSV export) or trivy (trivy sbom --offline-scan with its own database)")
 	trivyBin := fs.String("trivy-bin", env("LCM_SCANNER_TRIVY_BIN", ""), "trivy binary (default: trivy on PATH)")
 	trivyCache := fs.String("trivy-cache-dir", env("LCM_SCANNER_TRIVY_CACHE_DIR", ""), "trivy --cache-dir holding its database")
+	inline := fs.Int64("max-inline-result", 0, "bytes of a gzipped result sent in the reply; larger ones go through the LCM_VULNDB object store (0: the NATS payload limit)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -88,7 +90,11 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if *engine != scanner.Engine && *engine != scanner.EngineTrivy {
 		return fmt.Errorf("-engine %q: want osv or trivy", *engine)
 	}
-	o := bus.ClientOptions{URL: *url, User: *user, Password: os.Getenv("LCM_SCANNER_NATS_PASSWORD"), Name: "lcm-scanner"}
+	password, err := secretEnv("LCM_SCANNER_NATS_PASSWORD")
+	if err != nil {
+		return err
+	}
+	o := bus.ClientOptions{URL: *url, User: *user, Password: password, Name: "lcm-scanner"}
 	if *ca != "" {
 		pem, err := os.ReadFile(*ca)
 		if err != nil {
@@ -108,6 +114,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	defer b.Close()
 	host, _ := os.Hostname()
 	s := scanner.New(*dir, fmt.Sprintf("%s/%d", host, os.Getpid()), log)
+	s.InlineLimit = *inline
 	switch *engine {
 	case scanner.Engine:
 	case scanner.EngineTrivy:
@@ -124,6 +131,24 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	log.Info("lcm-scanner serving", "db", *dir)
 	return s.Serve(ctx, b, *conc)
+}
+
+// secretEnv reads a secret from the environment: NAME itself, or the file
+// NAME_FILE names (systemd credentials, container secrets), trailing
+// newline dropped. Setting both is an error.
+func secretEnv(name string) (string, error) {
+	v, file := os.Getenv(name), os.Getenv(name+"_FILE")
+	switch {
+	case file == "":
+		return v, nil
+	case v != "":
+		return "", fmt.Errorf("set %s or %s_FILE, not both", name, name)
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", fmt.Errorf("%s_FILE: %w", name, err)
+	}
+	return strings.TrimRight(string(b), "\r\n"), nil
 }
 
 func scanFile(args []string, stdout, stderr io.Writer) error {

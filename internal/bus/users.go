@@ -71,3 +71,33 @@ func AgentGatewayUser(name, password string) User {
 		Subscribe: []string{"_INBOX.>", AgentSubject("*", "cmd"), AgentSubject("*", "kick")},
 	}}
 }
+
+// ScannerUser is the least-privilege NATS user of a remote lcm-scanner: it
+// may answer scan and status requests (queue group QueueScanners), hear
+// that the database changed, and use the object store BucketVulnDB — read
+// the uploaded exports and store a result too large for a reply. It
+// cannot touch the job streams, the credential subject, any KV bucket, or
+// create, update or delete a stream.
+//
+// The JetStream API subjects are those nats.go's ObjectStore uses for one
+// bucket: STREAM.INFO to bind it, ordered consumers (CONSUMER.CREATE,
+// their flow control $JS.FC, CONSUMER.DELETE) to read metadata and
+// chunks, MSG.GET for one object's metadata, publishing to $O.<bucket>.>
+// for a put, and STREAM.PURGE of an old version's chunks.
+func ScannerUser(name, password string) User {
+	stream := "OBJ_" + BucketVulnDB
+	return User{Name: name, Password: password, Permissions: &Permissions{
+		Publish: []string{
+			"$JS.API.INFO",
+			"$JS.API.STREAM.INFO." + stream,
+			"$JS.API.CONSUMER.CREATE." + stream, "$JS.API.CONSUMER.CREATE." + stream + ".>",
+			"$JS.API.CONSUMER.DELETE." + stream + ".>",
+			"$JS.API.STREAM.MSG.GET." + stream, "$JS.API.DIRECT.GET." + stream + ".>",
+			"$JS.API.STREAM.PURGE." + stream,
+			"$JS.FC." + stream + ".>",
+			"$O." + BucketVulnDB + ".>",
+		},
+		Subscribe:       []string{"_INBOX.>", SubjectScanRequest, SubjectScanStatus, SubjectScanDBUpdated},
+		ResponseMaxMsgs: 1,
+	}}
+}

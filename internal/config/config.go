@@ -99,6 +99,9 @@ type NATSConfig struct {
 	// AgentGateways are the remote lcm-agentgw accounts of a listening
 	// embedded NATS, limited to agent subjects and the agent bucket.
 	AgentGateways []NATSAccount `json:"agent_gateways,omitempty"`
+	// Scanners are the remote lcm-scanner accounts of a listening embedded
+	// NATS, limited to the scan subjects and the LCM_VULNDB object store.
+	Scanners []NATSAccount `json:"scanners,omitempty"`
 }
 
 // NATSAccount is a NATS user and password.
@@ -498,6 +501,11 @@ func (c *Config) Validate() error {
 			bad(fmt.Sprintf("nats.agent_gateways[%d]", i), "needs user and password")
 		}
 	}
+	for i, g := range c.NATS.Scanners {
+		if g.User == "" || g.Password == "" {
+			bad(fmt.Sprintf("nats.scanners[%d]", i), "needs user and password")
+		}
+	}
 	if u := c.Updates.FeedURL; u != "" {
 		if pu, err := url.Parse(u); err != nil || (pu.Scheme != "https" && pu.Scheme != "http") || pu.Host == "" {
 			bad("updates.feed_url", "must be an http(s) URL (empty: no update checks)")
@@ -536,6 +544,10 @@ func (c Config) Redacted() Config {
 	c.NATS.AgentGateways = append([]NATSAccount(nil), c.NATS.AgentGateways...)
 	for i := range c.NATS.AgentGateways {
 		mask(&c.NATS.AgentGateways[i].Password)
+	}
+	c.NATS.Scanners = append([]NATSAccount(nil), c.NATS.Scanners...)
+	for i := range c.NATS.Scanners {
+		mask(&c.NATS.Scanners[i].Password)
 	}
 	mask(&c.SMTP.Password)
 	if c.Database.URL != "" {
