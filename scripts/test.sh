@@ -42,6 +42,8 @@ bash deploy/testhosts/testhosts.sh up 15
 # Host 16 runs in its own network namespace (198.18.16.2): the firewall
 # tests (internal/firewall) switch ufw and nftables on there.
 bash deploy/testhosts/testhosts.sh up-netns 16
+# Hosts 17 and 18 (18: the rescan e2e of cmd/api); 16 keeps its namespace.
+bash deploy/testhosts/testhosts.sh up 18
 eval "$(bash deploy/testhosts/testhosts.sh env)"
 
 log "build"

@@ -318,6 +318,7 @@ var AllowlistTools = []string{
 	"pacman",           // Arch
 	"apk",              // Alpine
 	"docker", "podman", // containers
+	"docker-compose", "podman-compose", // compose front ends without the docker/podman subcommand (Debian 12 ships these)
 	"ufw", "firewall-cmd", "firewall-offline-cmd", "nft", // firewall (firewalld: offline-cmd changes a stopped firewalld)
 }
 
