@@ -238,20 +238,27 @@ func TestRegistryUpdateOnTestHost(t *testing.T) {
 		t.Fatalf("pull %s (registry digest %s): outcome %+v, images %+v", c.Image, v3, o, v.Images)
 	}
 
-	// Pull all images in use: the tag moves again; the image the container
-	// uses is pulled and read back with the registry's new digest.
+	// Pull all images in use: the tag moves again; the image the compose
+	// container uses is pulled and read back with the registry's new
+	// digest. The host's other container runs localhost/mini:1, an image
+	// built on the host that no registry serves: its pull fails, and the
+	// job says so (failed, naming it) while keeping what it did pull.
 	sh("push v2 again", "podman push -q localhost/mini:2 "+reg.Host+"/lcm/app:v1")
 	v4 := reg.Digest(t, "lcm/app", "v1", "")
 	j, err = svc.Submit(ctx, p.Admin, srv.ID, actions.ContainerParams{Op: actions.ContainerPullAll})
 	if err != nil {
 		t.Fatal(err)
 	}
-	v = wait(j, domain.JobSuccess)
+	v = wait(j, domain.JobFailed)
 	o = v.LastAction
 	key := "podman " + c.Image
-	if o == nil || !o.OK || o.Op != actions.ContainerPullAll || o.Before[key] == "" || o.After[key] == o.Before[key] ||
-		!strings.Contains(o.Message, "1 with a new digest") || !imageKnownAs(v, c.Image, v4) {
+	local := "podman localhost/mini:1"
+	if o == nil || o.OK || o.Op != actions.ContainerPullAll || o.Before[key] == "" || o.After[key] == o.Before[key] ||
+		o.After[local] != o.Before[local] || !strings.Contains(o.Message, "1 with a new digest") || !imageKnownAs(v, c.Image, v4) {
 		t.Fatalf("pull-all (registry digest %s): outcome %+v, images %+v", v4, o, v.Images)
+	}
+	if done := p.WaitJob(t, j.ID, time.Minute); !strings.Contains(done.Error, "pull failed for localhost/mini:1") {
+		t.Fatalf("pull-all job error %q, want it to name the image that could not be pulled", done.Error)
 	}
 }
 
