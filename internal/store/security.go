@@ -2,8 +2,11 @@ package store
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/hex"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -45,15 +48,27 @@ type ScanOutcome struct {
 // ones no longer found become fixed. The open findings (new and
 // acknowledged) replace server_findings, which the traffic light reads.
 //
-// A rescan mostly finds what the last one found: such rows are not
-// written at all (an open finding was last seen at its server's last scan,
+// A rescan that finds exactly what the last one stored (same digest)
+// only moves the scan's time. Otherwise it mostly finds what the last one
+// found: such rows are not written at all (an open finding was last seen at its server's last scan,
 // vuln_scans.scanned_at, which VulnFindings reports); new and changed rows
 // are written with multi-row upserts on the finding's key, fixed ones with
 // one UPDATE per 1,000; server_findings is rewritten only when the open
 // set changed (BenchmarkApplyScanRescan).
 func (s *Store) ApplyScan(ctx context.Context, o ScanOutcome, at time.Time) error {
+	digest := scanDigest(o.Findings)
 	return s.InTx(ctx, func(tx *Store) error {
 		db := tx.conn(ctx)
+		// The same findings as the last scan stored: nothing changes but
+		// the scan's time (an open finding's last_seen_at is read from it).
+		var last []vulnScanRow
+		if err := db.Omit("Server").Select("server_id", "digest", "error").Where("server_id = ?", o.ServerID).Limit(1).Find(&last).Error; err != nil {
+			return mapErr(err, "vulnerability scan")
+		}
+		if len(last) == 1 && last[0].Digest == digest && last[0].Error == "" {
+			return mapErr(db.Model(&vulnScanRow{}).Where("server_id = ?", o.ServerID).
+				Updates(map[string]any{"scanned_at": at, "engine": o.Engine}).Error, "vulnerability scan")
+		}
 		cur, err := tx.serverVulnRows(ctx, o.ServerID)
 		if err != nil {
 			return err
@@ -120,9 +135,33 @@ func (s *Store) ApplyScan(ctx context.Context, o ScanOutcome, at time.Time) erro
 			}
 		}
 		return mapErr(db.Omit("Server").Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "server_id"}},
-			DoUpdates: clause.AssignmentColumns([]string{"scanned_at", "engine", "findings", "error"})}).
-			Create(&vulnScanRow{ServerID: o.ServerID, ScannedAt: at, Engine: o.Engine, Findings: len(open)}).Error, "vulnerability scan")
+			DoUpdates: clause.AssignmentColumns([]string{"scanned_at", "engine", "findings", "error", "digest"})}).
+			Create(&vulnScanRow{ServerID: o.ServerID, ScannedAt: at, Engine: o.Engine, Findings: len(open), Digest: digest}).Error, "vulnerability scan")
 	})
+}
+
+// scanDigest is the SHA-256 of a scan's findings as ApplyScan stores them
+// (truncated, first of each key), in key order.
+func scanDigest(fs []VulnFinding) string {
+	lines := make([]string, 0, len(fs))
+	seen := make(map[string]bool, len(fs))
+	for _, f := range fs {
+		k := findingKey(trunc(f.Advisory, 128), trunc(f.Package, 255), trunc(f.Container, 160))
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		lines = append(lines, strings.Join([]string{k, trunc(strings.Join(f.CVEs, ","), 2048), trunc(f.Source, 255),
+			trunc(f.Installed, 255), trunc(f.Fixed, 255), f.Severity, strconv.FormatFloat(f.CVSS, 'g', -1, 64),
+			trunc(f.Summary, 512), trunc(f.Ecosystem, 128)}, "\x00"))
+	}
+	sort.Strings(lines)
+	h := sha256.New()
+	for _, l := range lines {
+		h.Write([]byte(l))
+		h.Write([]byte{'\n'})
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // serverVulnRows reads a server's findings with database/sql's scanner
