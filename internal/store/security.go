@@ -130,7 +130,7 @@ func (s *Store) ApplyScan(ctx context.Context, o ScanOutcome, at time.Time) erro
 			}
 		}
 		if len(upsert) > 0 || len(gone) > 0 || !tx.findingsCount(ctx, o.ServerID, len(open)) {
-			if err := tx.SetFindings(ctx, o.ServerID, open); err != nil {
+			if err := tx.syncFindings(ctx, o.ServerID, open); err != nil {
 				return err
 			}
 		}
@@ -206,6 +206,46 @@ func sameFinding(a, b vulnFindingRow) bool {
 		a.Fixed == b.Fixed && a.Severity == b.Severity && a.CVSS == b.CVSS && a.Summary == b.Summary &&
 		a.Ecosystem == b.Ecosystem && a.FirstSeenAt.Equal(b.FirstSeenAt) && a.AcknowledgedBy == b.AcknowledgedBy &&
 		sameTime(a.AcknowledgedAt, b.AcknowledgedAt) && sameTime(a.FixedAt, b.FixedAt)
+}
+
+// syncFindings makes server_findings hold exactly fs for the server,
+// deleting and inserting only the difference (a rescan after a database
+// update changes a few of thousands).
+func (s *Store) syncFindings(ctx context.Context, serverID string, fs []Finding) error {
+	db := s.conn(ctx)
+	var rows []serverFindingRow
+	if err := db.Omit("Server").Where("server_id = ?", serverID).Find(&rows).Error; err != nil {
+		return mapErr(err, "findings")
+	}
+	want := make(map[Finding]int, len(fs))
+	for _, f := range fs {
+		want[f]++
+	}
+	var del []uint64
+	for _, r := range rows {
+		f := Finding{CVE: r.CVE, Package: r.Package, Version: r.Version, FixedIn: r.FixedIn, Severity: r.Severity}
+		if want[f] > 0 {
+			want[f]--
+			continue
+		}
+		del = append(del, r.ID)
+	}
+	for i := 0; i < len(del); i += ingestBatch {
+		if err := db.Where("id IN ?", del[i:min(i+ingestBatch, len(del))]).Delete(&serverFindingRow{}).Error; err != nil {
+			return mapErr(err, "findings")
+		}
+	}
+	var add []serverFindingRow
+	for _, f := range fs {
+		if want[f] > 0 {
+			want[f]--
+			add = append(add, serverFindingRow{ServerID: serverID, CVE: f.CVE, Package: f.Package, Version: f.Version, FixedIn: f.FixedIn, Severity: f.Severity})
+		}
+	}
+	if len(add) == 0 {
+		return nil
+	}
+	return mapErr(db.Omit("Server").CreateInBatches(add, ingestBatch).Error, "findings")
 }
 
 // findingsCount reports whether server_findings holds n rows for the
