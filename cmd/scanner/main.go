@@ -23,6 +23,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"syscall"
 
@@ -80,12 +81,19 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	engine := fs.String("engine", env("LCM_SCANNER_ENGINE", scanner.Engine), "osv (built-in, offline OSV export) or trivy (trivy sbom --offline-scan with its own database)")
 	trivyBin := fs.String("trivy-bin", env("LCM_SCANNER_TRIVY_BIN", ""), "trivy binary (default: trivy on PATH)")
 	trivyCache := fs.String("trivy-cache-dir", env("LCM_SCANNER_TRIVY_CACHE_DIR", ""), "trivy --cache-dir holding its database")
+	memLimit := fs.Int64("memory-limit", 900<<20, "soft limit of the Go heap in bytes (runtime/debug.SetMemoryLimit; 0: none); the GOMEMLIMIT variable wins")
 	inline := fs.Int64("max-inline-result", 0, "bytes of a gzipped result sent in the reply; larger ones go through the LCM_VULNDB object store (0: the NATS payload limit)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *url == "" {
 		return errors.New("serve needs -nats-url (or LCM_SCANNER_NATS_URL)")
+	}
+	// The garbage collector works harder near the limit instead of letting
+	// the heap grow to twice what a loaded database keeps alive
+	// (docs/benchmarks.md, scanner memory).
+	if *memLimit > 0 && os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(*memLimit)
 	}
 	if *engine != scanner.Engine && *engine != scanner.EngineTrivy {
 		return fmt.Errorf("-engine %q: want osv or trivy", *engine)

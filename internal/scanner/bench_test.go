@@ -70,19 +70,24 @@ func fleet(n, distinct int) []sbom.Server {
 			out[i] = sbom.Server{ID: fmt.Sprint(i), Name: fmt.Sprintf("srv-%04d", i), OSID: "debian", OSVersion: "12", Packages: pk}
 			continue
 		}
-		pk := make([]sbom.Package, 1500)
-		for j := range pk {
-			pk[j] = sbom.Package{Name: fmt.Sprintf("bin%04d", j), Version: fmt.Sprintf("1.%d-%d", (j+v)%3, (j*7+v)%9), Arch: "amd64",
-				Source: fmt.Sprintf("src%04d", j), Manager: "apt"}
-		}
-		// Each set differs from the others in one package version and one
-		// extra package, as servers built from one image drift apart.
-		pk[v%len(pk)].Version = fmt.Sprintf("1.5-%d", v)
-		pk = append(pk, sbom.Package{Name: fmt.Sprintf("extra%04d", v), Version: "1.0-1", Arch: "amd64", Source: fmt.Sprintf("src%04d", v%1500), Manager: "apt"})
+		pk := packageSet(v)
 		sets[v] = pk
 		out[i] = sbom.Server{ID: fmt.Sprint(i), Name: fmt.Sprintf("srv-%04d", i), OSID: "debian", OSVersion: "12", Packages: pk}
 	}
 	return out
+}
+
+// packageSet is the 1,501 packages of set v: 1,500 shared packages at
+// versions varying with v, one of them at a version of its own and one
+// extra package, as servers built from one image drift apart.
+func packageSet(v int) []sbom.Package {
+	pk := make([]sbom.Package, 1500)
+	for j := range pk {
+		pk[j] = sbom.Package{Name: fmt.Sprintf("bin%04d", j), Version: fmt.Sprintf("1.%d-%d", (j+v)%3, (j*7+v)%9), Arch: "amd64",
+			Source: fmt.Sprintf("src%04d", j), Manager: "apt"}
+	}
+	pk[v%len(pk)].Version = fmt.Sprintf("1.5-%d", v)
+	return append(pk, sbom.Package{Name: fmt.Sprintf("extra%04d", v), Version: "1.0-1", Arch: "amd64", Source: fmt.Sprintf("src%04d", v%1500), Manager: "apt"})
 }
 
 // BenchmarkFleetScan1000x1500 is issue 16's budget: a full scan of 1,000
@@ -259,6 +264,9 @@ func realisticDB(tb testing.TB, dir, eco string, releases []string, n, nPkgs int
 	f.Close()
 }
 
+// scannerMemoryLimit mirrors lcm-scanner serve's default -memory-limit.
+const scannerMemoryLimit = 900 << 20
+
 // TestRSSChild is the child process of BenchmarkScannerRSS: it loads the
 // export in $LCM_RSS_CHILD, matches a fleet of distinct package sets
 // (filling the per-component match cache) and prints its resident set
@@ -279,6 +287,8 @@ func TestRSSChild(t *testing.T) {
 		}
 		return strings.Join(out, " ")
 	}
+	// As lcm-scanner serve does (its -memory-limit default).
+	debug.SetMemoryLimit(scannerMemoryLimit)
 	fmt.Println("RSS start", rss())
 	db, err := vulndb.Load(dir)
 	if err != nil {
@@ -286,8 +296,10 @@ func TestRSSChild(t *testing.T) {
 	}
 	runtime.GC()
 	fmt.Println("RSS loaded", rss(), "records", db.Records())
+	// One server at a time, as requests arrive: each is a distinct set.
 	servers, _ := strconv.Atoi(os.Getenv("LCM_RSS_SERVERS"))
-	for _, s := range fleet(servers, servers) {
+	for v := range servers {
+		s := sbom.Server{ID: fmt.Sprint(v), Name: fmt.Sprintf("srv-%04d", v), OSID: "debian", OSVersion: "12", Packages: packageSet(v)}
 		db.Match(sbom.Components(sbom.Build(s, time.Now())))
 	}
 	runtime.GC()
@@ -314,7 +326,7 @@ func BenchmarkScannerRSS(b *testing.B) {
 		}
 		return nil
 	})
-	b.ReportMetric(float64(size)/(1<<20), "zipMiB")
+	b.Logf("exports: %.0f MiB of zips", float64(size)/(1<<20))
 	for b.Loop() {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestRSSChild$", "-test.v")
 		cmd.Env = append(os.Environ(), "LCM_RSS_CHILD="+dir, "LCM_RSS_SERVERS=1000")
