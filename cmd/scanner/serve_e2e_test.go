@@ -16,6 +16,7 @@ import (
 	"time"
 
 	cdx "github.com/CycloneDX/cyclonedx-go"
+	"github.com/nats-io/nats.go"
 
 	"github.com/lcmproject/lcm/internal/bus"
 	_ "github.com/lcmproject/lcm/internal/bus/natsembed"
@@ -249,4 +250,45 @@ func TestServeAsSeparateProcesses(t *testing.T) {
 		return true
 	})
 	_, _ = a, b // their logs are checked for permission violations at cleanup
+}
+
+// TestScannerUserIsLeastPrivilege connects with the scanner's NATS account
+// and tries what it must not do: publish job work, job events or a
+// credential request, read the job-event stream, touch a KV bucket, create
+// or delete a stream. The server refuses each.
+func TestScannerUserIsLeastPrivilege(t *testing.T) {
+	_, url, ca := listeningNATS(t)
+	perr := make(chan error, 16)
+	nc, err := nats.Connect(url, nats.UserInfo(scanUser, scanPassword), nats.RootCAs(ca),
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { perr <- err }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	violation := func(what, subject string) {
+		t.Helper()
+		select {
+		case err := <-perr:
+			if !strings.Contains(err.Error(), "Permissions Violation") || !strings.Contains(err.Error(), subject) {
+				t.Errorf("%s: unexpected error %v", what, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Errorf("%s: no permissions violation reported", what)
+		}
+	}
+	for _, subj := range []string{bus.JobSubject("default", "srv-1"), bus.JobStateSubject("job-1"), bus.SubjectCredsRequest,
+		"$JS.API.STREAM.CREATE.EVIL", "$JS.API.STREAM.DELETE.OBJ_" + bus.BucketVulnDB, "$KV." + bus.BucketLocks + ".x"} {
+		if err := nc.Publish(subj, []byte("{}")); err != nil {
+			t.Fatal(err)
+		}
+		_ = nc.Flush()
+		violation("publish "+subj, subj)
+	}
+	for _, subj := range []string{bus.JobStateSubject("*"), "lcm.jobs.>"} {
+		if _, err := nc.SubscribeSync(subj); err != nil {
+			t.Fatal(err)
+		}
+		_ = nc.Flush()
+		violation("subscribe "+subj, subj)
+	}
 }
