@@ -40,7 +40,8 @@ const treeAdvisory = `{
 // for. A refresh brings the findings of the host's packages (Debian's
 // transcribed records); tree, installed behind LCM's back and then updated
 // through a package action, turns the server yellow through the rescan
-// that follows the action's closing refresh, with an insight naming it.
+// that follows the action's closing refresh, with an insight naming it; a
+// container refresh is followed by a rescan as well.
 func TestRescanAfterPackageChangeE2E(t *testing.T) {
 	h := testutil.TestHostAt(t, rescanHost)
 	testutil.ResetTestHost(t, h)
@@ -117,9 +118,10 @@ func TestRescanAfterPackageChangeE2E(t *testing.T) {
 		waitJob(t, a, token, s.JobID, "success")
 	}
 	type finding struct {
-		Advisory string `json:"advisory"`
-		Package  string `json:"package"`
-		Severity string `json:"severity"`
+		Advisory   string    `json:"advisory"`
+		Package    string    `json:"package"`
+		Severity   string    `json:"severity"`
+		LastSeenAt time.Time `json:"last_seen_at"`
 	}
 	findings := func() map[string]finding {
 		var page struct {
@@ -179,6 +181,14 @@ func TestRescanAfterPackageChangeE2E(t *testing.T) {
 	testutil.WaitFor(t, 30*time.Second, "the traffic light turns yellow naming tree", func() bool {
 		status, ins := server()
 		return status == "yellow" && hasInsight(ins, "cve_high") && insightMentions(ins, "cve_high", "tree")
+	})
+
+	// A container refresh (the host has no engine: it reads nothing) is
+	// followed by a rescan too: the findings are seen again later.
+	seen := findings()["LCM-SHAPE-DEBIAN-CVE-TREE/tree"].LastSeenAt
+	runJob("/docker/refresh", nil)
+	testutil.WaitFor(t, 60*time.Second, "a rescan after the container refresh", func() bool {
+		return findings()["LCM-SHAPE-DEBIAN-CVE-TREE/tree"].LastSeenAt.After(seen)
 	})
 }
 
