@@ -17,11 +17,12 @@ log() { printf '\n=== %s ===\n' "$*"; }
 # systemd-analyze to verify the agent's unit, python3-paho-mqtt for the
 # hostile MQTT client battery against the agent gateway, podman with
 # podman-compose and the dnsname CNI plugin for the compose stack,
-# nats-server for the three-node cluster tests.
+# nats-server for the three-node cluster tests, rpm for the RPM
+# version-ordering property test.
 packages=(openssh-server openssh-client sudo debootstrap debian-archive-keyring util-linux iproute2 procps
   ffmpeg espeak-ng pocketsphinx pocketsphinx-en-us dnsutils bind9-utils python3-aiosmtpd chromium ansible
   docker-registry skopeo podman runc buildah podman-compose golang-github-containernetworking-plugin-dnsname
-  systemd python3-paho-mqtt nats-server openssl)
+  systemd python3-paho-mqtt nats-server openssl rpm)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -46,8 +47,9 @@ bash deploy/testhosts/testhosts.sh up 15
 # Host 16 runs in its own network namespace (198.18.16.2): the firewall
 # tests (internal/firewall) switch ufw and nftables on there.
 bash deploy/testhosts/testhosts.sh up-netns 16
-# Host 17: internal/actions' socket-activated sshd and stopped-firewalld tests.
-bash deploy/testhosts/testhosts.sh up 17
+# Host 17: internal/actions' socket-activated sshd and stopped-firewalld
+# tests; host 18: the rescan e2e of cmd/api; 16 keeps its namespace.
+bash deploy/testhosts/testhosts.sh up 18
 eval "$(bash deploy/testhosts/testhosts.sh env)"
 
 log "build"

@@ -41,7 +41,7 @@ func (a *app) startJobs(ctx context.Context, js *jobs.Service) error {
 
 // natsUsers are the accounts of a listening embedded NATS: lcm-api's own
 // (full rights), one least-privilege account per remote worker and one per
-// remote agent gateway.
+// remote agent gateway and one per remote scanner.
 func natsUsers(c config.NATSConfig) []bus.User {
 	if c.Listen == "" {
 		return nil

@@ -15,6 +15,12 @@ import (
 	"github.com/lcmproject/lcm/internal/vulnsvc"
 )
 
+// rescanKinds are the jobs after which a server is rescanned: those that
+// can change its packages, and container actions (a container refresh
+// reads the packages of CVE-relevant containers, a pull or compose update
+// changes them).
+var rescanKinds = []domain.JobKind{domain.JobRefresh, domain.JobPackageAction, domain.JobUpgradeSecurity, domain.JobContainer}
+
 // wireSecurity builds the vulnerability service and, unless
 // scanner.disabled, starts an in-process scanner that speaks the same NATS
 // protocol as lcm-scanner (queue group "scanners"). After every job that
@@ -22,6 +28,11 @@ import (
 func (a *app) wireSecurity(ctx context.Context, fl *fleet.Service, js *jobs.Service, st *status.Service) *vulnsvc.Service {
 	svc := vulnsvc.New(a.store, st, &scanner.Client{Bus: a.bus}, a.log)
 	svc.SetUpgrader(fl)
+	// The object store of uploaded exports is the control plane's to
+	// create: a remote scanner's NATS account may only use it.
+	if _, err := scanner.VulnDBStore(ctx, a.bus); err != nil {
+		a.log.Error("vulnerability database object store", "err", err)
+	}
 	if !a.cfg.Scanner.Disabled {
 		dir := a.cfg.Scanner.DBDir
 		if dir == "" {
@@ -63,7 +74,7 @@ func (a *app) wireSecurity(ctx context.Context, fl *fleet.Service, js *jobs.Serv
 		}
 		return make([]error, len(done))
 	}
-	for _, k := range []domain.JobKind{domain.JobRefresh, domain.JobPackageAction, domain.JobUpgradeSecurity} {
+	for _, k := range rescanKinds {
 		js.OnFinishBatch(k, rescan)
 	}
 	return svc

@@ -23,6 +23,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strconv"
 	"syscall"
 
@@ -96,6 +97,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 		*conc = n
 	}
+	memLimit := fs.Int64("memory-limit", 900<<20, "soft limit of the Go heap in bytes (runtime/debug.SetMemoryLimit; 0: none); the GOMEMLIMIT variable wins")
+	inline := fs.Int64("max-inline-result", 0, "bytes of a gzipped result sent in the reply; larger ones go through the LCM_VULNDB object store (0: the NATS payload limit)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -104,6 +107,12 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	if *url == "" {
 		return errors.New("serve needs -nats-url (or LCM_SCANNER_NATS_URL)")
+	}
+	// The garbage collector works harder near the limit instead of letting
+	// the heap grow to twice what a loaded database keeps alive
+	// (docs/benchmarks.md, scanner memory).
+	if *memLimit > 0 && os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(*memLimit)
 	}
 	if *engine != scanner.Engine && *engine != scanner.EngineTrivy {
 		return fmt.Errorf("-engine %q: want osv or trivy", *engine)
@@ -132,6 +141,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	defer b.Close()
 	host, _ := os.Hostname()
 	s := scanner.New(*dir, fmt.Sprintf("%s/%d", host, os.Getpid()), log)
+	s.InlineLimit = *inline
 	switch *engine {
 	case scanner.Engine:
 	case scanner.EngineTrivy:
@@ -172,6 +182,7 @@ func natsHealth(b *bus.Bus) func() error {
 		return nil
 	}
 }
+
 
 func scanFile(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("scan", flag.ContinueOnError)

@@ -33,3 +33,33 @@ func TestStaleContainers(t *testing.T) {
 		}
 	}
 }
+
+// TestComposeCommand: the command line of every compose front end LCM
+// drives. Compose v2 (`docker compose`) takes the project directory as a
+// flag; docker-compose v1, `podman compose` and podman-compose run in it.
+// Names and paths are shell-quoted.
+func TestComposeCommand(t *testing.T) {
+	p := ContainerParams{Project: "shop", WorkingDir: "/srv/my shop", ConfigFiles: []string{"/srv/my shop/compose.yml", "/srv/my shop/override.yml"}}
+	bare := ContainerParams{Project: "shop"}
+	tests := []struct {
+		tool string
+		p    ContainerParams
+		verb string
+		want string
+	}{
+		{"docker compose", p, "pull", `cd '/srv/my shop' && sudo -n docker compose --project-directory '/srv/my shop' -p 'shop' -f '/srv/my shop/compose.yml' -f '/srv/my shop/override.yml' pull`},
+		{"docker compose", p, "up -d", `cd '/srv/my shop' && sudo -n docker compose --project-directory '/srv/my shop' -p 'shop' -f '/srv/my shop/compose.yml' -f '/srv/my shop/override.yml' up -d`},
+		{"docker-compose", p, "pull", `cd '/srv/my shop' && sudo -n docker-compose -p 'shop' -f '/srv/my shop/compose.yml' -f '/srv/my shop/override.yml' pull`},
+		{"docker-compose", p, "up -d", `cd '/srv/my shop' && sudo -n docker-compose -p 'shop' -f '/srv/my shop/compose.yml' -f '/srv/my shop/override.yml' up -d`},
+		{"podman compose", p, "up -d", `cd '/srv/my shop' && sudo -n podman compose -p 'shop' -f '/srv/my shop/compose.yml' -f '/srv/my shop/override.yml' up -d`},
+		{"podman-compose", p, "pull", `cd '/srv/my shop' && sudo -n podman-compose -p 'shop' -f '/srv/my shop/compose.yml' -f '/srv/my shop/override.yml' pull`},
+		{"docker compose", bare, "pull", `sudo -n docker compose -p 'shop' pull`},
+		{"docker-compose", bare, "up -d", `sudo -n docker-compose -p 'shop' up -d`},
+		{"podman-compose", ContainerParams{Project: "it's"}, "pull", `sudo -n podman-compose -p 'it'\''s' pull`},
+	}
+	for _, tc := range tests {
+		if got := composeCommand(tc.tool, tc.p, tc.verb); got != tc.want {
+			t.Errorf("%s %s:\n got %s\nwant %s", tc.tool, tc.verb, got, tc.want)
+		}
+	}
+}

@@ -233,8 +233,14 @@ func TestFireRepeatResolve(t *testing.T) {
 			if err := e.svc.DeleteChannel(context.Background(), ch.ID); err != nil {
 				t.Fatal(err)
 			}
-			if rules, _ := e.svc.ListRules(context.Background(), e.admin); len(rules) != 1 || len(rules[0].ChannelIDs) != 0 {
-				t.Fatalf("deleted channel still named by the rule: %+v", rules)
+			rules, _ := e.svc.ListRules(context.Background(), e.admin)
+			for _, x := range rules {
+				if x.ID == rule.ID && len(x.ChannelIDs) != 0 {
+					t.Fatalf("deleted channel still named by the rule: %+v", x)
+				}
+			}
+			if len(rules) != 1+len(store.DefaultVulnDBRules) {
+				t.Fatalf("rules %+v", rules)
 			}
 			testutil.WaitFor(t, 5*time.Second, "deliveries stored as sent", func() bool {
 				evs := e.deliveries(t, store.AlertEventFilter{DeliveryStatus: store.DeliverySent})
@@ -521,5 +527,55 @@ func TestStaleDeliveryResumed(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	if n := len(r.payloads()); n != 1 {
 		t.Fatalf("%d deliveries received, want 1", n)
+	}
+}
+
+// TestDefaultVulnDBRules: a fresh installation has the two freshness
+// rules of the vulnerability database (a migration creates them once):
+// enabled, fleet-wide, warning from 48 hours and critical from 7 days.
+// Evaluated against a database 3 days old only the warning fires; 8 days
+// old, both.
+func TestDefaultVulnDBRules(t *testing.T) {
+	for _, db := range testutil.Databases(t) {
+		t.Run(db.Name, func(t *testing.T) {
+			e := newEnv(t, db.URL, nil)
+			rules, err := e.svc.ListRules(context.Background(), e.admin)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var vuln []alerts.Rule
+			for _, r := range rules {
+				if r.Type == alerts.TypeVulnDBOutdated {
+					vuln = append(vuln, r)
+				}
+			}
+			if len(vuln) != 2 {
+				t.Fatalf("default rules %+v", rules)
+			}
+			by := map[int]alerts.Rule{}
+			for _, r := range vuln {
+				if !r.Enabled || !r.AllServers {
+					t.Fatalf("default rule not enabled fleet-wide: %+v", r)
+				}
+				by[r.Params.Hours] = r
+			}
+			if by[48].Severity != alerts.SeverityWarning || by[168].Severity != alerts.SeverityCritical {
+				t.Fatalf("tiers %+v", by)
+			}
+			now := time.Now()
+			for _, tc := range []struct {
+				age  time.Duration
+				want int
+			}{{time.Hour, 0}, {72 * time.Hour, 1}, {8 * 24 * time.Hour, 2}} {
+				got := alerts.Evaluate(vuln, alerts.Snapshot{Fleet: alerts.FleetState{VulnDBKnown: true, VulnDBUpdatedAt: now.Add(-tc.age)}, Now: now})
+				fired := 0
+				for _, msgs := range got {
+					fired += len(msgs)
+				}
+				if fired != tc.want {
+					t.Fatalf("database %s old: %d rules fire, want %d (%v)", tc.age, fired, tc.want, got)
+				}
+			}
+		})
 	}
 }

@@ -98,6 +98,42 @@ func (b *Bus) Request(ctx context.Context, subject string, data []byte, timeout 
 	return msg.Data, nil
 }
 
+// RequestAll sends a request every responder answers (subscribers without
+// a queue group) and collects the replies: it waits up to timeout for the
+// first, then gathers more until settle passes without a new one.
+func (b *Bus) RequestAll(ctx context.Context, subject string, data []byte, timeout, settle time.Duration) ([][]byte, error) {
+	if err := b.ready(); err != nil {
+		return nil, err
+	}
+	inbox := b.NC.NewInbox()
+	sub, err := b.NC.SubscribeSync(inbox)
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	if err := b.NC.PublishRequest(subject, inbox, data); err != nil {
+		return nil, unavailable(err)
+	}
+	var out [][]byte
+	wait := timeout
+	for {
+		wctx, cancel := context.WithTimeout(ctx, wait)
+		m, err := sub.NextMsgWithContext(wctx)
+		cancel()
+		if err != nil {
+			if len(out) == 0 {
+				return nil, unavailable(err)
+			}
+			return out, nil
+		}
+		if len(m.Data) == 0 && m.Header.Get("Status") == "503" {
+			return nil, unavailable(nats.ErrNoResponders)
+		}
+		out = append(out, m.Data)
+		wait = settle
+	}
+}
+
 // Serve answers requests on subject until stop is called; with a queue
 // group one member of the group answers each request.
 func (b *Bus) Serve(subject, queue string, fn func(data []byte) []byte) (stop func(), err error) {

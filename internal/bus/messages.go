@@ -141,6 +141,9 @@ type ScanResult struct {
 	V      int    `json:"v"`
 	Key    string `json:"key"`
 	Engine string `json:"engine"`
+	// Scanner names the scanner that matched (host/pid), for logs and to
+	// see the queue group share the work.
+	Scanner string `json:"scanner,omitempty"`
 	// FindingsGzip is the gzipped JSON list of findings; when even that
 	// exceeds the NATS payload limit, FindingsObject names it in the
 	// BucketVulnDB object store instead (the requester deletes it).

@@ -76,13 +76,16 @@ func AgentGatewayUser(name, password string) User {
 // scan and status requests (queue group QueueScanners), hears database
 // updates, reads the uploaded OSV exports from the LCM_VULNDB object store
 // and writes results too large for a reply into it. It cannot touch jobs,
-// job events, agents, KV buckets or create, update or delete any stream.
+// job events, the credential subject, agents, KV buckets or create, update
+// or delete any stream.
 //
 // The JetStream API subjects are those nats.go's ObjectStore uses for one
 // store: STREAM.INFO to bind it, MSG.GET/DIRECT.GET for an object's meta,
-// an ordered (ephemeral) consumer to list and read chunks, and publishing
-// chunks and meta under $O.<store>. A scanner could overwrite an object's
-// meta; it is a process of the control plane, not of a managed server.
+// ordered (ephemeral) consumers with their flow control ($JS.FC) to list
+// and read chunks, publishing chunks and meta under $O.<store> for a put,
+// and STREAM.PURGE of an old version's chunks. A scanner could overwrite an
+// object's meta; it is a process of the control plane, not of a managed
+// server.
 func ScannerUser(name, password string) User {
 	stream := "OBJ_" + BucketVulnDB
 	return User{Name: name, Password: password, Permissions: &Permissions{
@@ -93,6 +96,8 @@ func ScannerUser(name, password string) User {
 			"$JS.API.CONSUMER.CREATE." + stream, "$JS.API.CONSUMER.CREATE." + stream + ".>",
 			"$JS.API.CONSUMER.INFO." + stream + ".>", "$JS.API.CONSUMER.DELETE." + stream + ".>",
 			"$JS.API.CONSUMER.MSG.NEXT." + stream + ".>", "$JS.ACK." + stream + ".>",
+			"$JS.API.STREAM.PURGE." + stream,
+			"$JS.FC." + stream + ".>",
 			"$O." + BucketVulnDB + ".>",
 		},
 		Subscribe:       []string{"_INBOX.>", SubjectScanRequest, SubjectScanStatus, SubjectScanDBUpdated},

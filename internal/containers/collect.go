@@ -40,13 +40,17 @@ const Sudo = "sudo -n "
 func Script() string {
 	return `set +e
 sec() { printf '\n@@lcm %s %s %s\n' "$1" "$2" "$3"; }
+# docker: one JSON object a line. "--format json" means that only from
+# Docker 23 on (20.10, Debian 12's docker.io, prints the word "json");
+# "{{json .}}" works in every version. podman: a JSON array.
+fmt() { if [ "$1" = docker ]; then echo '{{json .}}'; else echo json; fi; }
 for e in docker podman; do
   command -v "$e" >/dev/null 2>&1 || continue
   v=$(` + Sudo + `"$e" --version 2>&1); sec "$e" version $?; printf '%s\n' "$v"
-  out=$(` + Sudo + `"$e" ps -a --no-trunc --format json 2>&1); sec "$e" ps $?; printf '%s\n' "$out"
+  out=$(` + Sudo + `"$e" ps -a --no-trunc --format "$(fmt "$e")" 2>&1); sec "$e" ps $?; printf '%s\n' "$out"
   ids=$(` + Sudo + `"$e" ps -aq --no-trunc 2>/dev/null)
   if [ -n "$ids" ]; then out=$(` + Sudo + `"$e" inspect $ids 2>&1); sec "$e" inspect $?; printf '%s\n' "$out"; fi
-  if [ "$e" = docker ]; then out=$(` + Sudo + `docker image ls -a --no-trunc --digests --format json 2>&1); else out=$(` + Sudo + `podman images -a --format json 2>&1); fi
+  if [ "$e" = docker ]; then out=$(` + Sudo + `docker image ls -a --no-trunc --digests --format '{{json .}}' 2>&1); else out=$(` + Sudo + `podman images -a --format json 2>&1); fi
   sec "$e" images $?; printf '%s\n' "$out"
   out=$(` + Sudo + `"$e" network ls -q 2>&1); sec "$e" networks $?; printf '%s\n' "$out"
   out=$(` + Sudo + `"$e" volume ls -q 2>&1); sec "$e" volumes $?; printf '%s\n' "$out"

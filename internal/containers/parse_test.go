@@ -84,6 +84,39 @@ func TestContainersParseCollectRecordings(t *testing.T) {
 		}
 		checkImagesAndCompose(t, inv)
 	})
+	t.Run("docker 20.10 and podman", func(t *testing.T) {
+		// Debian 12's docker.io (CLI 20.10) prints the word "json" for
+		// --format json; the collector's {{json .}} gives the JSON lines.
+		inv, err := ParseCollect(read(t, "collect-docker-20.10.24-and-podman-4.3.1.txt"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(inv.Engines) != 2 || inv.Engines[0].Version != "20.10.24+dfsg1" || inv.Engines[1].Version != "4.3.1" {
+			t.Fatalf("engines %+v", inv.Engines)
+		}
+		per := map[Engine]int{}
+		for _, c := range inv.Containers {
+			per[c.Engine]++
+			if c.Name == "lcme-app" && (c.State != "running" || c.ImageDigest == "" || c.StartedAt == nil) {
+				t.Errorf("%s lcme-app: %+v", c.Engine, c)
+			}
+		}
+		if per["docker"] != 2 || per["podman"] != 2 {
+			t.Fatalf("containers per engine %v", per)
+		}
+		for _, e := range inv.Engines {
+			if len(e.Errors) != 0 {
+				t.Errorf("engine %+v", e)
+			}
+		}
+		imgs := map[Engine]int{}
+		for _, im := range inv.Images {
+			imgs[im.Engine]++
+		}
+		if imgs["docker"] == 0 || imgs["docker"] != imgs["podman"] {
+			t.Fatalf("images per engine %v", imgs)
+		}
+	})
 	t.Run("docker CLI without daemon", func(t *testing.T) {
 		inv, err := ParseCollect(read(t, "collect-podman-4.3.1-docker-cli-without-daemon.txt"))
 		if err != nil {

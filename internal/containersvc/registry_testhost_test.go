@@ -207,6 +207,70 @@ func TestRegistryUpdateOnTestHost(t *testing.T) {
 	if o := v.LastAction; o == nil || !o.OK || o.After[c.Name] != c.ImageDigest || o.Before[c.Name] != before.ImageDigest || o.After[c.Name] == o.Before[c.Name] {
 		t.Fatalf("compose update outcome %+v", v.LastAction)
 	}
+
+	// Restart: the container runs again, started later than before.
+	sh("let the clock move past the start second", "sleep 1.1")
+	j, err = svc.Submit(ctx, p.Admin, srv.ID, actions.ContainerParams{Op: actions.ContainerRestart, Container: c.Name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v = wait(j, domain.JobSuccess)
+	restarted := web(v)
+	if restarted.State != "running" || restarted.StartedAt == nil || c.StartedAt == nil || !restarted.StartedAt.After(*c.StartedAt) ||
+		v.LastAction == nil || !v.LastAction.OK || v.LastAction.Op != actions.ContainerRestart {
+		t.Fatalf("after the restart: %+v (before %v), outcome %+v", restarted, c.StartedAt, v.LastAction)
+	}
+
+	// Pull one image: the tag moves in the registry (the first image again),
+	// the pull reads the new digest back.
+	sh("push v1 again", "podman push -q localhost/mini:1 "+reg.Host+"/lcm/app:v1")
+	v3 := reg.Digest(t, "lcm/app", "v1", "")
+	if v3 == v2 {
+		t.Fatalf("the push did not change the digest (%s)", v2)
+	}
+	j, err = svc.Submit(ctx, p.Admin, srv.ID, actions.ContainerParams{Op: actions.ContainerPull, Image: c.Image})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v = wait(j, domain.JobSuccess)
+	o := v.LastAction
+	if o == nil || !o.OK || o.Op != actions.ContainerPull || o.Before[c.Image] == "" || o.After[c.Image] == o.Before[c.Image] || !imageKnownAs(v, c.Image, v3) {
+		t.Fatalf("pull %s (registry digest %s): outcome %+v, images %+v", c.Image, v3, o, v.Images)
+	}
+
+	// Pull all images in use: the tag moves again; the image the compose
+	// container uses is pulled and read back with the registry's new
+	// digest. The host's other container runs localhost/mini:1, an image
+	// built on the host that no registry serves: its pull fails, and the
+	// job says so (failed, naming it) while keeping what it did pull.
+	sh("push v2 again", "podman push -q localhost/mini:2 "+reg.Host+"/lcm/app:v1")
+	v4 := reg.Digest(t, "lcm/app", "v1", "")
+	j, err = svc.Submit(ctx, p.Admin, srv.ID, actions.ContainerParams{Op: actions.ContainerPullAll})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v = wait(j, domain.JobFailed)
+	o = v.LastAction
+	key := "podman " + c.Image
+	local := "podman localhost/mini:1"
+	if o == nil || o.OK || o.Op != actions.ContainerPullAll || o.Before[key] == "" || o.After[key] == o.Before[key] ||
+		o.After[local] != o.Before[local] || !strings.Contains(o.Message, "1 with a new digest") || !imageKnownAs(v, c.Image, v4) {
+		t.Fatalf("pull-all (registry digest %s): outcome %+v, images %+v", v4, o, v.Images)
+	}
+	if done := p.WaitJob(t, j.ID, time.Minute); !strings.Contains(done.Error, "pull failed for localhost/mini:1") {
+		t.Fatalf("pull-all job error %q, want it to name the image that could not be pulled", done.Error)
+	}
+}
+
+// imageKnownAs reports whether the image tagged ref is known by the
+// registry digest d (its own digest or among its repo digests).
+func imageKnownAs(v ServerView, ref, d string) bool {
+	for _, im := range v.Images {
+		if im.Repository+":"+im.Tag == ref && (im.Digest == d || containsString(im.Digests, d)) {
+			return true
+		}
+	}
+	return false
 }
 
 // knownAs reports whether the image container c runs is known by the

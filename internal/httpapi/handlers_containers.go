@@ -34,6 +34,28 @@ func (s *Server) getServerDocker(c *gin.Context) {
 	c.JSON(http.StatusOK, v)
 }
 
+// checkDockerUpdates runs the newer-image check for the images the
+// server's containers use now (no job: the registries are asked from the
+// control plane) and answers the server's view with the new states.
+func (s *Server) checkDockerUpdates(c *gin.Context) {
+	svc := s.ctr(c)
+	if svc == nil {
+		return
+	}
+	ctx, p, id := c.Request.Context(), principal(c), c.Param("id")
+	if err := svc.CheckUpdates(ctx, p, id); err != nil {
+		s.respondError(c, err)
+		return
+	}
+	v, err := svc.Server(ctx, p, id)
+	if err != nil {
+		s.respondError(c, err)
+		return
+	}
+	s.note(c, "container.check_updates", audit.Target("server", id), map[string]any{"images": len(v.Inventory.InUseRefs())})
+	c.JSON(http.StatusOK, v)
+}
+
 // submitContainer submits a container job and answers 202 with the job.
 func (s *Server) submitContainer(c *gin.Context, p actions.ContainerParams, extra map[string]any) {
 	svc := s.ctr(c)

@@ -13,6 +13,7 @@ func (s *Server) routesContainers() {
 	p := "/api/v1/servers/:id/docker"
 	s.handle(http.MethodGet, p, Need(domain.PermServersRead), s.getServerDocker)
 	s.handle(http.MethodPost, p+"/refresh", Need(domain.PermServersWrite), s.refreshServerDocker)
+	s.handle(http.MethodPost, p+"/check-updates", Need(domain.PermServersWrite), s.checkDockerUpdates)
 	s.handle(http.MethodPost, p+"/compose-update", Need(domain.PermServersWrite), s.composeUpdate)
 	s.handle(http.MethodPost, p+"/pull", Need(domain.PermServersWrite), s.pullImage)
 	s.handle(http.MethodPost, p+"/pull-all", Need(domain.PermServersWrite), s.pullAllImages)

@@ -111,3 +111,14 @@ func ParseAPKVersion(out []byte) ([]Upgradable, error) {
 	})
 	return ups, bad.err()
 }
+
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !isDigit(s[i]) {
+			return false
+		}
+	}
+	return s != ""
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }

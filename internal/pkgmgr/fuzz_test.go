@@ -92,7 +92,7 @@ func FuzzCompare(f *testing.F) {
 	f.Add("1:1.0-1", "1.0~rc1^git")
 	f.Add("1.2.4_git1-r4", "1.2.4-r4")
 	f.Fuzz(func(t *testing.T, a, b string) {
-		for _, cmp := range []func(string, string) int{CompareDeb, CompareRPM, CompareAPK, RPMVerCmp} {
+		for _, cmp := range []func(string, string) int{CompareDeb, CompareRPM, CompareAPK} {
 			if x, y := cmp(a, b), cmp(b, a); x != -y && !(x == 0 && y == 0) {
 				// Antisymmetry must hold for every comparator.
 				t.Fatalf("not antisymmetric: %q %q: %d %d", a, b, x, y)

@@ -50,7 +50,7 @@ var rpmVerCmpCases = []struct {
 
 func TestRPMVerCmp(t *testing.T) {
 	for _, tc := range rpmVerCmpCases {
-		require.Equal(t, tc.want, RPMVerCmp(tc.a, tc.b), "rpmvercmp(%q, %q)", tc.a, tc.b)
+		require.Equal(t, tc.want, CompareRPM(tc.a, tc.b), "rpmvercmp(%q, %q)", tc.a, tc.b)
 	}
 }
 
@@ -64,9 +64,9 @@ func TestCompareRPM(t *testing.T) {
 		{"0:1.0-1", "1.0-1", 0},
 		{"5.14.0-427.13.1.el9_4", "5.14.0-427.16.1.el9_4", -1},
 		{"2:4.9-8.el9", "2:4.9-8.el9_4.1", -1},
-		{"1.0", "1.0-5", 0}, // release ignored when one side lacks it
+		{"1.0", "1.0-5", -1}, // a missing release sorts first, as in rpm's own EVR comparison
 		{"6.1.0-35-amd64", "6.1.0-9-amd64", 1},
-		{"99999999999999999999999:1", "1:2", 1}, // no integer overflow
+		{"99999999999999999999999:1", "1:2", -1}, // an epoch that overflows reads as 0: no panic
 	}
 	for _, tc := range tests {
 		require.Equal(t, tc.want, CompareRPM(tc.a, tc.b), "%q vs %q", tc.a, tc.b)
@@ -105,6 +105,15 @@ func TestCompareAPK(t *testing.T) {
 		{"1.10-r0", "1.9-r0", 1},
 		{"3.1.4-r5", "3.1.5-r0", -1},
 		{"2.0-r0", "2.0-r0", 0},
+		{"1.2.3_rc1_p2-r4", "1.2.3_rc1-r4", 1},
+		{"0.1.0_alpha", "0.1.3_alpha", -1},
+		{"1.0_pre1", "1.0_rc1", -1},
+		{"1.0_cvs1", "1.0_svn1", -1},
+		{"1.0_git1", "1.0_hg1", -1},
+		{"1.0_hg1", "1.0_p1", -1},
+		{"1.0a-r0", "1.0b-r0", -1},
+		{"1.0-r10", "1.0-r9", 1},
+		{"not a version", "1.0-r0", 1}, // invalid: byte order, no panic
 	}
 	for _, tc := range tests {
 		require.Equal(t, tc.want, CompareAPK(tc.a, tc.b), "%q vs %q", tc.a, tc.b)

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sort"
+	"strings"
 	"time"
 
 	cdx "github.com/CycloneDX/cyclonedx-go"
@@ -87,17 +89,72 @@ func (c *Client) Scan(ctx context.Context, key string, bom *cdx.BOM) ([]vulndb.F
 	return fs, res.Engine, nil
 }
 
-// Status asks one scanner for its status. ok is false when none answered.
-func (c *Client) Status(ctx context.Context) (bus.ScannerStatus, bool) {
-	out, err := c.Bus.Request(ctx, bus.SubjectScanStatus, nil, 5*time.Second)
+// Statuses asks every scanner for its status (each answers; the replies
+// arriving within a quarter second of each other are gathered).
+func (c *Client) Statuses(ctx context.Context) []bus.ScannerStatus {
+	outs, err := c.Bus.RequestAll(ctx, bus.SubjectScanStatus, nil, 5*time.Second, 250*time.Millisecond)
 	if err != nil {
+		return nil
+	}
+	var sts []bus.ScannerStatus
+	for _, out := range outs {
+		var st bus.ScannerStatus
+		if json.Unmarshal(out, &st) == nil {
+			sts = append(sts, st)
+		}
+	}
+	return sts
+}
+
+// Status reports the scanners as one: scans go to any of them, so the
+// status is the weakest's — disabled when any is (its reason names it), else
+// the one with the oldest database — with the match-cache counters summed
+// and Scanner naming them all. ok is false when none answered.
+func (c *Client) Status(ctx context.Context) (bus.ScannerStatus, bool) {
+	return Aggregate(c.Statuses(ctx))
+}
+
+// Aggregate is Status over given replies.
+func Aggregate(sts []bus.ScannerStatus) (bus.ScannerStatus, bool) {
+	if len(sts) == 0 {
 		return bus.ScannerStatus{}, false
 	}
-	var st bus.ScannerStatus
-	if json.Unmarshal(out, &st) != nil {
-		return bus.ScannerStatus{}, false
+	sort.Slice(sts, func(i, j int) bool { return sts[i].Scanner < sts[j].Scanner })
+	worst := 0
+	older := func(a, b bus.ScannerStatus) bool { // a is weaker than b
+		if a.Enabled != b.Enabled {
+			return !a.Enabled
+		}
+		if a.Newest == nil || b.Newest == nil {
+			return a.Newest == nil && b.Newest != nil
+		}
+		return a.Newest.Before(*b.Newest)
 	}
-	return st, true
+	names := make([]string, len(sts))
+	var cache *bus.CacheCounters
+	for i, st := range sts {
+		names[i] = st.Scanner
+		if older(st, sts[worst]) {
+			worst = i
+		}
+		if st.Cache != nil {
+			if cache == nil {
+				cache = &bus.CacheCounters{}
+			}
+			cache.Hits += st.Cache.Hits
+			cache.Misses += st.Cache.Misses
+			cache.Entries += st.Cache.Entries
+		}
+	}
+	out := sts[worst]
+	out.Cache = cache
+	if len(sts) > 1 {
+		out.Scanner = strings.Join(names, ", ")
+		if !out.Enabled {
+			out.Reason = fmt.Sprintf("%s (scanner %s, 1 of %d)", out.Reason, sts[worst].Scanner, len(sts))
+		}
+	}
+	return out, true
 }
 
 // Upload stores one ecosystem's export in the bus's object store and

@@ -93,7 +93,14 @@ func (s *Scanner) Reload() {
 func (s *Scanner) Status() bus.ScannerStatus {
 	st := bus.ScannerStatus{V: bus.MessageVersion, Scanner: s.name, Ecosystems: []bus.ScannerEcosystem{}}
 	if s.Trivy != nil {
-		st.Engine, st.Enabled = EngineTrivy, true
+		st.Engine = EngineTrivy
+		meta, err := s.Trivy.Database()
+		if err != nil {
+			st.Reason = err.Error()
+			return st
+		}
+		st.Enabled = true
+		st.Newest, st.LoadedAt = &meta.UpdatedAt, &meta.DownloadedAt
 		return st
 	}
 	db := s.db.Load()
@@ -169,7 +176,7 @@ func (s *Scanner) RegisterMetrics(log *slog.Logger) {
 
 // scan matches one request.
 func (s *Scanner) scan(req bus.ScanRequest) bus.ScanResult {
-	res := bus.ScanResult{V: bus.MessageVersion, Key: req.Key}
+	res := bus.ScanResult{V: bus.MessageVersion, Key: req.Key, Scanner: s.name}
 	db := s.db.Load()
 	if db == nil && s.Trivy == nil {
 		res.Disabled = true
@@ -177,6 +184,12 @@ func (s *Scanner) scan(req bus.ScanRequest) bus.ScanResult {
 			res.Reason = *r
 		}
 		return res
+	}
+	if s.Trivy != nil {
+		if _, err := s.Trivy.Database(); err != nil {
+			res.Disabled, res.Reason = true, err.Error()
+			return res
+		}
 	}
 	res.Engine = Engine
 	zr, err := gzip.NewReader(bytes.NewReader(req.SBOMGzip))
@@ -232,7 +245,7 @@ func (s *Scanner) reply(ctx context.Context, b *bus.Bus, res bus.ScanResult) []b
 	if int64(len(out)) < limit {
 		return out
 	}
-	obs, err := VulnDBStore(ctx, b)
+	obs, err := b.JS.ObjectStore(ctx, bus.BucketVulnDB)
 	if err == nil {
 		name := fmt.Sprintf("results/%s-%d-%d", strings.ReplaceAll(s.name, "/", "_"), time.Now().UnixNano(), resultObjects.Add(1))
 		if _, err = obs.PutBytes(ctx, name, res.FindingsGzip); err == nil {
@@ -267,7 +280,9 @@ func (s *Scanner) Serve(ctx context.Context, b *bus.Bus, concurrency int) error 
 		return err
 	}
 	defer stopScan()
-	stopStatus, err := b.Serve(bus.SubjectScanStatus, bus.QueueScanners, func([]byte) []byte {
+	// Every scanner answers a status request (no queue group): the control
+	// plane sees them all and reports the fleet's weakest (Client.Status).
+	stopStatus, err := b.Serve(bus.SubjectScanStatus, "", func([]byte) []byte {
 		out, _ := json.Marshal(s.Status())
 		return out
 	})
@@ -287,7 +302,14 @@ func (s *Scanner) Serve(ctx context.Context, b *bus.Bus, concurrency int) error 
 // Sync copies the uploaded exports of the object store that differ from
 // the local ones into the directory and reloads when any changed.
 func (s *Scanner) Sync(ctx context.Context, b *bus.Bus) {
-	obs, err := VulnDBStore(ctx, b)
+	obs, err := b.JS.ObjectStore(ctx, bus.BucketVulnDB)
+	if errors.Is(err, jetstream.ErrBucketNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) {
+		// Nothing uploaded yet (lcm-api creates the store at start).
+		if s.db.Load() == nil {
+			s.Reload()
+		}
+		return
+	}
 	if err != nil {
 		s.log.Warn("vulnerability database store unavailable", "err", err)
 		return

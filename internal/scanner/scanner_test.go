@@ -29,6 +29,10 @@ func openBus(t testing.TB) *bus.Bus {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.Close(); os.RemoveAll(dir) })
+	// lcm-api creates the object store of uploaded exports at start.
+	if _, err := scanner.VulnDBStore(context.Background(), b); err != nil {
+		t.Fatal(err)
+	}
 	return b
 }
 
@@ -140,5 +144,39 @@ func TestLargeResultThroughObjectStore(t *testing.T) {
 	}
 	if list, _ := obs.List(ctx); len(list) != 0 {
 		t.Fatalf("result objects left behind: %d", len(list))
+	}
+}
+
+// TestAggregate: several scanners report as the weakest — disabled when
+// any is (the reason names it), else the oldest database — with the cache
+// counters summed.
+func TestAggregate(t *testing.T) {
+	old, fresh := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
+	a := bus.ScannerStatus{Scanner: "a/1", Engine: "osv", Enabled: true, Records: 10, Newest: &fresh, Cache: &bus.CacheCounters{Hits: 3, Misses: 1}}
+	b := bus.ScannerStatus{Scanner: "b/2", Engine: "osv", Enabled: true, Records: 8, Newest: &old, Cache: &bus.CacheCounters{Hits: 2, Misses: 2}}
+	c := bus.ScannerStatus{Scanner: "c/3", Reason: "no OSV export found"}
+	tests := []struct {
+		name    string
+		in      []bus.ScannerStatus
+		ok      bool
+		enabled bool
+		records int
+		reason  string
+	}{
+		{"none", nil, false, false, 0, ""},
+		{"one", []bus.ScannerStatus{a}, true, true, 10, ""},
+		{"oldest database wins", []bus.ScannerStatus{a, b}, true, true, 8, ""},
+		{"a disabled one wins", []bus.ScannerStatus{a, c, b}, true, false, 0, "no OSV export found (scanner c/3, 1 of 3)"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			st, ok := scanner.Aggregate(append([]bus.ScannerStatus(nil), tc.in...))
+			if ok != tc.ok || st.Enabled != tc.enabled || st.Records != tc.records || st.Reason != tc.reason {
+				t.Fatalf("%+v %v", st, ok)
+			}
+			if len(tc.in) > 1 && (!strings.Contains(st.Scanner, "a/1") || st.Cache == nil || st.Cache.Hits != 5) {
+				t.Fatalf("names or cache: %+v", st)
+			}
+		})
 	}
 }

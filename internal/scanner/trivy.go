@@ -26,6 +26,40 @@ type Trivy struct {
 	Timeout  time.Duration // per scan; 0 = 5 minutes
 }
 
+// TrivyDB is what Trivy's db/metadata.json says of its vulnerability
+// database: when it was built (UpdatedAt, the database's age) and
+// downloaded.
+type TrivyDB struct {
+	Version      int       `json:"Version"`
+	UpdatedAt    time.Time `json:"UpdatedAt"`
+	DownloadedAt time.Time `json:"DownloadedAt"`
+	NextUpdate   time.Time `json:"NextUpdate"`
+}
+
+// Database reads Trivy's database metadata from its cache directory
+// (<cache>/db/metadata.json; the default cache is $XDG_CACHE_HOME/trivy,
+// else ~/.cache/trivy). An error says why Trivy cannot scan offline.
+func (t *Trivy) Database() (TrivyDB, error) {
+	dir := t.CacheDir
+	if dir == "" {
+		base, err := os.UserCacheDir()
+		if err != nil {
+			return TrivyDB{}, fmt.Errorf("trivy: no cache directory: %w", err)
+		}
+		dir = filepath.Join(base, "trivy")
+	}
+	p := filepath.Join(dir, "db", "metadata.json")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return TrivyDB{}, fmt.Errorf("trivy has no vulnerability database (%s missing): fill its cache with `trivy image --download-db-only --cache-dir %s` on a machine with internet", p, dir)
+	}
+	var m TrivyDB
+	if err := json.Unmarshal(b, &m); err != nil || m.UpdatedAt.IsZero() {
+		return TrivyDB{}, fmt.Errorf("trivy: unreadable database metadata %s", p)
+	}
+	return m, nil
+}
+
 // FindTrivy returns the trivy binary on PATH, or "".
 func FindTrivy() string {
 	p, err := exec.LookPath("trivy")

@@ -2,6 +2,7 @@ package scanner_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -82,7 +83,8 @@ func TestTrivyEngineOverBus(t *testing.T) {
 	b := openBus(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	s := scanner.New(t.TempDir(), "trivy-test", quiet)
-	s.Trivy = &scanner.Trivy{Bin: bin}
+	cache := filepath.Join(dir, "cache")
+	s.Trivy = &scanner.Trivy{Bin: bin, CacheDir: cache}
 	done := make(chan struct{})
 	go func() { defer close(done); _ = s.Serve(ctx, b, 1) }()
 	t.Cleanup(func() { cancel(); <-done })
@@ -95,7 +97,27 @@ func TestTrivyEngineOverBus(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if !st.Enabled || st.Engine != scanner.EngineTrivy {
+	// No database in Trivy's cache: disabled, saying how to fill it; a scan
+	// is refused the same way.
+	if st.Enabled || st.Engine != scanner.EngineTrivy || !strings.Contains(st.Reason, "--download-db-only") {
+		t.Fatalf("status without database %+v", st)
+	}
+	var disabled *scanner.ErrDisabled
+	if _, _, err := c.Scan(ctx, "k", sbom.Build(oldBookworm, time.Now())); !errors.As(err, &disabled) {
+		t.Fatalf("scan without database: %v", err)
+	}
+	// Trivy's db/metadata.json (the shape trivy-db writes): the status
+	// carries the database's build time as its age.
+	built := time.Date(2026, 11, 20, 6, 0, 0, 0, time.UTC)
+	if err := os.MkdirAll(filepath.Join(cache, "db"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	meta := `{"Version":2,"NextUpdate":"2026-11-21T06:00:00Z","UpdatedAt":"2026-11-20T06:00:00Z","DownloadedAt":"2026-11-20T07:12:00Z"}`
+	if err := os.WriteFile(filepath.Join(cache, "db", "metadata.json"), []byte(meta), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st, _ = c.Status(ctx)
+	if !st.Enabled || st.Engine != scanner.EngineTrivy || st.Newest == nil || !st.Newest.Equal(built) {
 		t.Fatalf("status %+v", st)
 	}
 	fs, engine, err := c.Scan(ctx, "k", sbom.Build(oldBookworm, time.Now()))

@@ -1,8 +1,10 @@
 package store
 
 import (
+	"fmt"
 	"time"
 
+	"github.com/google/uuid"
 	"gorm.io/gorm"
 )
 
@@ -95,6 +97,40 @@ var alertsMigrations = []Migration{
 	{ID: "alerts/001_channels_rules_events", Up: func(tx *gorm.DB) error {
 		return tx.AutoMigrate(&notificationChannelRow{}, &alertRuleRow{}, &alertOpenRow{}, &alertEventRow{}, &alertDeliveryRow{})
 	}},
+	{ID: "alerts/002_default_vuln_db_rules", Up: addDefaultVulnDBRules},
+}
+
+// DefaultVulnDBRules are the rules every installation starts with for the
+// vulnerability database's freshness tiers (issue 16): outdated from 48
+// hours (warning) and critical from 7 days. They notify no channel until
+// an operator adds one; their alerts show in the alert history. Being a
+// migration, they are created once: an operator may change or delete them.
+var DefaultVulnDBRules = []struct {
+	Name, Severity string
+	Hours          int
+}{
+	{"Vulnerability database outdated", "warning", 48},
+	{"Vulnerability database critically outdated", "critical", 7 * 24},
+}
+
+func addDefaultVulnDBRules(tx *gorm.DB) error {
+	now := time.Now().UTC()
+	for _, d := range DefaultVulnDBRules {
+		var n int64
+		if err := tx.Model(&alertRuleRow{}).Where("name = ?", d.Name).Count(&n).Error; err != nil {
+			return err
+		}
+		if n > 0 {
+			continue
+		}
+		row := alertRuleRow{ID: uuid.NewString(), Name: d.Name, Type: "vuln_db_outdated", Enabled: true, Severity: d.Severity,
+			AllServers: true, GroupIDs: "[]", ChannelIDs: "[]", Params: fmt.Sprintf(`{"hours":%d}`, d.Hours),
+			CreatedAt: now, UpdatedAt: now}
+		if err := tx.Create(&row).Error; err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func init() {

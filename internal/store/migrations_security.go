@@ -42,7 +42,10 @@ type vulnScanRow struct {
 	Engine    string    `gorm:"size:32;not null;default:''"`
 	Findings  int       `gorm:"not null;default:0"`
 	Error     string    `gorm:"size:1024;not null;default:''"`
-	Server    serverRow `gorm:"foreignKey:ServerID;constraint:OnDelete:CASCADE"`
+	// Digest is the SHA-256 of the scan's findings as stored: a rescan
+	// with the same digest changes nothing but scanned_at.
+	Digest string    `gorm:"size:64;not null;default:''"`
+	Server serverRow `gorm:"foreignKey:ServerID;constraint:OnDelete:CASCADE"`
 }
 
 func (vulnScanRow) TableName() string { return "vuln_scans" }
@@ -67,5 +70,12 @@ var securityMigrations = []Migration{
 			}
 		}
 		return m.CreateIndex(&vulnFindingRow{}, "vuln_findings_key")
+	}},
+	// The digest of the last scan's findings (ApplyScan's fast path).
+	{ID: "security/003_vuln_scans_digest", Up: func(tx *gorm.DB) error {
+		if m := tx.Migrator(); !m.HasColumn(&vulnScanRow{}, "Digest") {
+			return m.AddColumn(&vulnScanRow{}, "Digest")
+		}
+		return nil
 	}},
 }

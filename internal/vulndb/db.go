@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -106,6 +107,7 @@ func (db *DB) loadZip(path string) (EcosystemInfo, error) {
 	}
 	defer zr.Close()
 	var info EcosystemInfo
+	in := interner{}
 	for _, f := range zr.File {
 		if f.FileInfo().IsDir() || !strings.HasSuffix(f.Name, ".json") {
 			continue
@@ -114,6 +116,7 @@ func (db *DB) loadZip(path string) (EcosystemInfo, error) {
 		if err != nil {
 			return info, fmt.Errorf("%s: %w", f.Name, err)
 		}
+		in.compact(rec)
 		db.add(rec)
 		info.Records++
 		if t, err := time.Parse(time.RFC3339, rec.Modified); err == nil && t.After(info.Newest) {
@@ -214,4 +217,80 @@ func CheckZip(r io.ReaderAt, size int64) (int, error) {
 		return 0, errors.New("the zip holds no OSV records (*.json)")
 	}
 	return n, nil
+}
+
+// interner shares equal strings of one export: package names, ecosystems,
+// versions and vectors repeat across thousands of records.
+type interner map[string]string
+
+func (in interner) s(v string) string {
+	if v == "" {
+		return ""
+	}
+	if c, ok := in[v]; ok {
+		return c
+	}
+	in[v] = v
+	return v
+}
+
+func (in interner) all(vs []string) []string {
+	for i := range vs {
+		vs[i] = in.s(vs[i])
+	}
+	return vs
+}
+
+// compact drops what matching never reads from a loaded record and shares
+// repeated strings, so a full Debian + Ubuntu + Alpine export stays well
+// inside the scanner's memory budget (BenchmarkScannerRSS):
+//   - details: only its first line serves as the summary when there is none;
+//   - package purls and Ubuntu's per-CVE rating map (its ratings are moved
+//     into the affected entry's severity list, which rates it the same);
+//   - an affected entry's "versions" when it has an ECOSYSTEM range: the
+//     distributions' exports enumerate the versions their ranges cover, so
+//     the range decides alone (records with versions only keep them).
+func (in interner) compact(r *Record) {
+	if r.Summary == "" {
+		r.Summary = firstLine(r.Details, 200)
+	}
+	r.Details = ""
+	r.Aliases, r.Related, r.Upstream = in.all(r.Aliases), in.all(r.Related), in.all(r.Upstream)
+	for i := range r.Severity {
+		r.Severity[i].Type, r.Severity[i].Score = in.s(r.Severity[i].Type), in.s(r.Severity[i].Score)
+	}
+	for i := range r.Affected {
+		a := &r.Affected[i]
+		a.Package.Ecosystem, a.Package.Name, a.Package.PURL = in.s(a.Package.Ecosystem), in.s(a.Package.Name), ""
+		for _, c := range a.DatabaseSpecific.CVEsMap.CVEs {
+			for _, sv := range c.Severity {
+				if !slices.Contains(a.Severity, sv) {
+					a.Severity = append(a.Severity, sv)
+				}
+			}
+		}
+		a.DatabaseSpecific.CVEsMap.CVEs = nil
+		for j := range a.Severity {
+			a.Severity[j].Type, a.Severity[j].Score = in.s(a.Severity[j].Type), in.s(a.Severity[j].Score)
+		}
+		a.EcosystemSpecific.Severity, a.EcosystemSpecific.Urgency = in.s(a.EcosystemSpecific.Severity), in.s(a.EcosystemSpecific.Urgency)
+		a.DatabaseSpecific.Severity = in.s(a.DatabaseSpecific.Severity)
+		ranged := false
+		for j := range a.Ranges {
+			rg := &a.Ranges[j]
+			rg.Type = in.s(rg.Type)
+			for k := range rg.Events {
+				e := &rg.Events[k]
+				e.Introduced, e.Fixed, e.LastAffected, e.Limit = in.s(e.Introduced), in.s(e.Fixed), in.s(e.LastAffected), in.s(e.Limit)
+			}
+			if rg.Type == "ECOSYSTEM" && len(rg.Events) > 0 {
+				ranged = true
+			}
+		}
+		if ranged {
+			a.Versions = nil
+		} else {
+			a.Versions = in.all(a.Versions)
+		}
+	}
 }

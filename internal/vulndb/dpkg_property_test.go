@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/lcmproject/lcm/internal/pkgmgr"
+	"github.com/lcmproject/lcm/internal/testutil"
 )
 
 // genDebVersion generates valid Debian versions biased towards the hard
@@ -68,9 +69,7 @@ func TestCompareDebAgainstDpkg(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs dpkg a few thousand times")
 	}
-	if _, err := exec.LookPath("dpkg"); err != nil {
-		t.Skip("dpkg not installed")
-	}
+	testutil.RequireTool(t, "dpkg")
 	r := rand.New(rand.NewSource(20261124))
 	const n = 3000
 	pairs := make([][2]string, 0, n)

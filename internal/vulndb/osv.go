@@ -50,10 +50,22 @@ type Affected struct {
 	Severity          []Severity `json:"severity"`
 	EcosystemSpecific struct {
 		Severity string `json:"severity"`
-		Urgency  string `json:"urgency"`
+		// Urgency is the Debian security tracker's rating of the CVE for
+		// this release (DEBIAN-CVE records): unimportant, low, medium,
+		// high, "not yet assigned", end-of-life; a trailing "**" marks an
+		// estimate.
+		Urgency string `json:"urgency"`
 	} `json:"ecosystem_specific"`
 	DatabaseSpecific struct {
 		Severity string `json:"severity"`
+		// CVEsMap is where Ubuntu's USN records rate each CVE they fix
+		// (CVSS vector and Ubuntu priority).
+		CVEsMap struct {
+			CVEs []struct {
+				ID       string     `json:"id"`
+				Severity []Severity `json:"severity"`
+			} `json:"cves"`
+		} `json:"cves_map"`
 	} `json:"database_specific"`
 }
 
@@ -113,16 +125,19 @@ func SeverityRank(s string) int {
 }
 
 // normSeverity maps the many spellings (NVD, GHSA, Ubuntu priorities,
-// Red Hat impacts, Debian urgencies) onto the five levels.
+// Red Hat impacts, Debian urgencies) onto the five levels. Debian's
+// "unimportant" (no security impact on Debian) is low; "not yet
+// assigned" and "end-of-life" say nothing and stay unknown; an estimate
+// ("medium**") counts as its level.
 func normSeverity(s string) string {
-	switch strings.ToLower(strings.TrimSpace(strings.TrimSuffix(strings.ToLower(s), "**"))) {
+	switch strings.TrimSuffix(strings.ToLower(strings.TrimSpace(s)), "**") {
 	case "critical":
 		return SevCritical
 	case "high", "important":
 		return SevHigh
 	case "medium", "moderate":
 		return SevMedium
-	case "low", "negligible":
+	case "low", "negligible", "unimportant":
 		return SevLow
 	}
 	return SevUnknown
@@ -155,7 +170,10 @@ func (r *Record) ownSeverity(a *Affected) (string, float64) {
 	}
 	if a != nil {
 		consider(a.Severity)
-		for _, s := range []string{a.EcosystemSpecific.Severity, a.DatabaseSpecific.Severity} {
+		for _, c := range a.DatabaseSpecific.CVEsMap.CVEs {
+			consider(c.Severity)
+		}
+		for _, s := range []string{a.EcosystemSpecific.Severity, a.EcosystemSpecific.Urgency, a.DatabaseSpecific.Severity} {
 			if sev := normSeverity(s); SeverityRank(sev) > SeverityRank(best) {
 				best = sev
 			}

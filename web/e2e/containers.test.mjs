@@ -21,8 +21,8 @@ after(async () => {
   await api?.stop();
 });
 
-async function open(path) {
-  const { fx, seen } = containersFixtures();
+async function open(path, opts) {
+  const { fx, seen } = containersFixtures(opts);
   const page = await b.ctx.newPage();
   await mockApi(page, { ...fleetFixtures(makeServers(8)), ...fx });
   await page.goto(`${api.base}/#${path}`);
@@ -63,6 +63,22 @@ test('server page: Containers tab shows the inventory and runs the actions', asy
     ['prune', { containers: true, images: true, build_cache: true, dry_run: true }],
     ['cve-relevance', { container: 'backup-once', engine: 'podman', relevant: true }],
   ]);
+  await page.close();
+});
+
+test('server page: what a prune freed, and "check for newer images" now', async () => {
+  const { page, seen } = await open('/servers/s-3', { pruned: true });
+  await page.getByRole('tab', { name: 'Containers' }).click();
+  const freed = page.getByTestId('docker-freed');
+  await freed.waitFor();
+  assert.match(await freed.textContent(), /freed 1 containers, 2 images \(.+, build cache .+\): backup-once, localhost\/old:2, 0ab0480b5995065e/);
+  assert.equal(await page.getByTestId('docker-last-action').getByText('would free').count(), 0);
+  const cs = page.getByTestId('docker-containers');
+  await cs.locator('tr', { hasText: 'shop-web-1' }).getByText('update available').waitFor();
+  await page.getByRole('button', { name: 'Check for newer images' }).click();
+  await page.getByText('Images checked against their registries.').waitFor();
+  await cs.locator('tr', { hasText: 'shop-web-1' }).getByText('up to date').waitFor();
+  assert.deepEqual(seen.posts.map((p) => p.path), ['/api/v1/servers/s-3/docker/check-updates']);
   await page.close();
 });
 

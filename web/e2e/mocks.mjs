@@ -456,7 +456,7 @@ export function firewallFixtures(servers = []) {
  * container, an image in use, an unused and a dangling one) and the fleet
  * views. seen records the posted actions and fleet queries.
  */
-export function containersFixtures() {
+export function containersFixtures({ pruned = false } = {}) {
   const seen = { posts: [], queries: [] };
   const at = (m) => new Date(Date.now() - m * 60e3).toISOString();
   const ctr = (name, image, state, extra = {}) => ({
@@ -480,9 +480,12 @@ export function containersFixtures() {
   ];
   const compose = [{ engine: 'podman', name: 'shop', working_dir: '/srv/shop', config_files: ['/srv/shop/compose.yaml'], state: 'running', update: 'update_available',
     services: [{ name: 'db', state: 'running', containers: ['shop-db-1'], images: ['localhost/bookworm:1'] }, { name: 'web', state: 'running', containers: ['shop-web-1'], images: ['localhost/shop:1'] }] }];
+  const preview = { op: 'prune', ok: true, message: 'would free 1 containers, 2 images (478.0 MB), build cache 0 B', at: at(4),
+    will_free: { containers: ['backup-once'], images: ['localhost/old:2', '0ab0480b5995065e'], image_bytes: 477973500, build_cache_bytes: 0 } };
+  const done = { op: 'prune', ok: true, message: 'pruned: 1 containers and 2 images gone', at: at(3),
+    will_free: preview.will_free, freed: { containers: ['backup-once'], images: ['localhost/old:2', '0ab0480b5995065e'], image_bytes: 477973500, build_cache_bytes: 52428800 } };
   const server = (id, name) => ({ server_id: id, server_name: name, collected: true, refreshed_at: at(5), job_id: 'j-ctr', update_check: true, updates_checked_at: at(5),
-    last_action: { op: 'prune', ok: true, message: 'would free 1 containers, 2 images (478.0 MB), build cache 0 B', at: at(4),
-      will_free: { containers: ['backup-once'], images: ['localhost/old:2', '0ab0480b5995065e'], image_bytes: 477973500, build_cache_bytes: 0 } },
+    last_action: pruned ? done : preview,
     engines: [{ engine: 'podman', version: '4.3.1', compose_tools: ['podman-compose'], networks: 2, volumes: 1 }], containers, images, compose });
   const withServer = (x) => ({ ...x, server_id: 's-3', server_name: 'web-00004' });
   const fx = {
@@ -490,6 +493,11 @@ export function containersFixtures() {
     'POST ~/api/v1/servers/s-[0-9]+/docker/.*': (req, url) => {
       seen.posts.push({ path: url.pathname, body: req.postDataJSON?.() ?? null });
       if (url.pathname.endsWith('/cve-relevance')) return { container: 'x', relevant: true };
+      if (url.pathname.endsWith('/check-updates')) {
+        // The registry now serves what shop-web-1 runs: up to date.
+        for (const c of containers) if (c.update === 'update_available') c.update = 'up_to_date';
+        return { ...server(url.pathname.split('/')[4], 'web-00004'), updates_checked_at: new Date().toISOString() };
+      }
       return { status: 202, json: { status: 'started', job_id: 'j-ctr-2', job_name: 'Container action', kind: 'container-action' } };
     },
     'GET /api/v1/docker/overview': { servers: 1, containers: 3, running: 2, images: 4, compose: 1, updates_available: 1, not_checked: 1, cve_relevant: 1, update_check: true,

@@ -10,19 +10,37 @@ import (
 	"testing"
 )
 
-// FixtureDir is the directory of the shipped records (one subdirectory
-// per ecosystem, one <ID>.json per record; see its README.md).
-func FixtureDir() string {
+// FixtureDir is the directory of the shipped records the scanner tests
+// use (one subdirectory per ecosystem, one <ID>.json per record; see the
+// README.md beside it).
+func FixtureDir() string { return testdataDir("osv") }
+
+// PublishedDir holds records copied verbatim from published sources, one
+// subdirectory per ecosystem (testdata/README.md says where each is from).
+func PublishedDir() string { return testdataDir("osv-published") }
+
+// ShapedDir holds records for the ecosystems no published record could
+// be copied for here (Red Hat family, SUSE): written in each database's
+// record shape, with ids marking them as LCM's own.
+func ShapedDir() string { return testdataDir("osv-shaped") }
+
+func testdataDir(name string) string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "testdata", "osv")
+	return filepath.Join(filepath.Dir(file), "..", "testdata", name)
 }
 
-// Build zips every ecosystem directory of the fixtures into
+// Build zips every ecosystem directory of FixtureDir into
 // dir/<ecosystem>/all.zip, the official export layout, and returns dir.
 func Build(tb testing.TB) string {
 	tb.Helper()
+	return BuildFrom(tb, FixtureDir())
+}
+
+// BuildFrom is Build over the ecosystem directories of src.
+func BuildFrom(tb testing.TB, src string) string {
+	tb.Helper()
 	dir := tb.TempDir()
-	ecos, err := os.ReadDir(FixtureDir())
+	ecos, err := os.ReadDir(src)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -30,7 +48,7 @@ func Build(tb testing.TB) string {
 		if !e.IsDir() {
 			continue
 		}
-		if err := ZipDir(filepath.Join(FixtureDir(), e.Name()), filepath.Join(dir, e.Name(), "all.zip")); err != nil {
+		if err := ZipDir(filepath.Join(src, e.Name()), filepath.Join(dir, e.Name(), "all.zip")); err != nil {
 			tb.Fatal(err)
 		}
 	}
