@@ -95,7 +95,10 @@ func (o *output) flushLocked() {
 	p := pending{subject: bus.JobOutputSubject(o.jobID), id: fmt.Sprintf("%s/%d", o.jobID, o.seq), data: data}
 	o.seq++
 	o.offset += int64(len(o.buf))
-	o.buf = make([]byte, 0, chunkSize)
+	// Encode copied the bytes: the buffer is reused. It grows only as far
+	// as a job's output needs (most jobs print a few KiB), so a thousand
+	// jobs in flight do not each hold a 256 KiB chunk.
+	o.buf = o.buf[:0]
 	if ack, err := o.bus.PublishAsync(p.subject, p.id, p.data); err == nil {
 		p.ack = ack
 	}
