@@ -84,10 +84,6 @@ type Service struct {
 	hooks map[domain.JobKind][]finishHook
 	// secrets supply a job kind's own secrets with its credentials.
 	secrets map[domain.JobKind]SecretsFunc
-	// credsMu serialises credential requests for the same job (striped by
-	// job id, see answerCreds); it may take mu's read lock briefly (the
-	// secrets map), mu is never held while taking it.
-	credsMu [credsStripes]sync.Mutex
 	// simulator, when set, runs demo servers' jobs in-process (SetSimulator).
 	simulator atomic.Pointer[Simulator]
 	// SimulatedDelay is the pause between a simulated job's output chunks.
