@@ -118,7 +118,7 @@ func runChange(ctx context.Context, env *Env, m pkgmgr.Manager, ch change, actEr
 		}
 		return r, nil, invErr
 	}
-	res2, data, err := refreshResult(RefreshData{Facts: f, Inventory: inv}, msg)
+	res2, data, err := refreshResult(env, RefreshData{Facts: f, Inventory: inv}, msg)
 	if err != nil {
 		return r, nil, err
 	}

@@ -187,6 +187,11 @@ type RefreshData struct {
 	// it was not read (other jobs, or the listing failed), empty Engines
 	// when the server has neither docker nor podman.
 	Containers *containers.Inventory `json:"containers,omitempty"`
+	// InventoryUnchanged: the packages equal the inventory the control
+	// plane holds (credbox.Credentials.InventoryDigest, repeated in
+	// InventoryDigest); Inventory then carries only the manager.
+	InventoryUnchanged bool   `json:"inventory_unchanged,omitempty"`
+	InventoryDigest    string `json:"inventory_digest,omitempty"`
 }
 
 // EncodeRefresh gzips the data for the job's final state message: 1,500
@@ -271,7 +276,7 @@ func (RefreshJob) RunData(ctx context.Context, env *Env) (Result, []byte, error)
 	if err != nil {
 		return Result{}, nil, err
 	}
-	return refreshResult(RefreshData{Facts: f, Inventory: inv, Containers: refreshContainers(ctx, env.Exec, env.Out)}, "inventory refreshed")
+	return refreshResult(env, RefreshData{Facts: f, Inventory: inv, Containers: refreshContainers(ctx, env.Exec, env.Out)}, "inventory refreshed")
 }
 
 // refreshContainers reads the container inventory for the refresh job.
@@ -298,7 +303,15 @@ func refreshContainers(ctx context.Context, ex remote.Executor, out io.Writer) *
 	return &inv
 }
 
-func refreshResult(d RefreshData, msg string) (Result, []byte, error) {
+// refreshResult encodes d for the control plane. An inventory equal to
+// the one the control plane holds (env's credentials name its digest) is
+// sent as "unchanged": a fleet-wide run does not move every server's
+// package list over the bus and through the ingest again.
+func refreshResult(env *Env, d RefreshData, msg string) (Result, []byte, error) {
+	if want := env.Creds.InventoryDigest; want != "" && d.Inventory.Digest() == want {
+		d.Inventory = pkgmgr.Inventory{Manager: d.Inventory.Manager}
+		d.InventoryUnchanged, d.InventoryDigest = true, want
+	}
 	f := d.Facts
 	data, err := EncodeRefresh(d)
 	if err != nil {
@@ -351,7 +364,7 @@ func refreshAfter(ctx context.Context, env *Env, r Result, actErr error, msg str
 		}
 		return r, nil, err
 	}
-	out, data, err := refreshResult(RefreshData{Facts: f, Inventory: inv}, msg)
+	out, data, err := refreshResult(env, RefreshData{Facts: f, Inventory: inv}, msg)
 	if err != nil {
 		return r, nil, err
 	}

@@ -168,6 +168,12 @@ func (s *Service) answerBatch(batch []credReq) {
 		}
 		return
 	}
+	// Without the digests every job sends its whole inventory: slower,
+	// never wrong.
+	digests, err := s.store.InventoryDigests(ctx, srvIDs)
+	if err != nil {
+		s.log.Warn("creds: inventory digests unavailable", "err", err)
+	}
 	for k, r := range res {
 		i := idx[k]
 		if r.Err != nil {
@@ -179,7 +185,7 @@ func (s *Service) answerBatch(batch []credReq) {
 			answer(i, refuse(domain.NotFound("server")))
 			continue
 		}
-		answer(i, s.sealCreds(ctx, batch[i].req, r.Job, srv, secs[srv.ID]))
+		answer(i, s.sealCreds(ctx, batch[i].req, r.Job, srv, secs[srv.ID], digests[srv.ID]))
 	}
 }
 
@@ -200,11 +206,12 @@ func (s *Service) answerOne(ctx context.Context, req bus.CredsRequest) bus.Creds
 	if err != nil {
 		return refuse(err)
 	}
-	return s.sealCreds(ctx, req, job, srv, sec)
+	digests, _ := s.store.InventoryDigests(ctx, []string{srv.ID})
+	return s.sealCreds(ctx, req, job, srv, sec, digests[srv.ID])
 }
 
 // sealCreds completes and seals one claimed job's credentials.
-func (s *Service) sealCreds(ctx context.Context, req bus.CredsRequest, job domain.Job, srv domain.Server, sec store.ServerSecrets) bus.CredsReply {
+func (s *Service) sealCreds(ctx context.Context, req bus.CredsRequest, job domain.Job, srv domain.Server, sec store.ServerSecrets, digest string) bus.CredsReply {
 	var err error
 	if (job.Kind == domain.JobJoin || job.Kind == domain.JobRotateKey) && sec.PendingKey == "" {
 		// The server's new key is generated when its job is claimed, under
@@ -217,6 +224,7 @@ func (s *Service) sealCreds(ctx context.Context, req bus.CredsRequest, job domai
 		}
 	}
 	c := credentialsFor(job, srv, sec)
+	c.InventoryDigest = digest
 	s.mu.RLock()
 	supply := s.secrets[job.Kind]
 	s.mu.RUnlock()
