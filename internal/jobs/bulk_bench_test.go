@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -71,6 +72,24 @@ func BenchmarkBulkUpdateAll(b *testing.B) {
 	b.ResetTimer()
 	for it := 0; it < b.N; it++ {
 		start, cpu0 := time.Now(), cpuTime()
+		// LCM_BENCH_HEAPPROFILE writes a heap profile 1.5 s into the run,
+		// when every job is in flight.
+		if path := os.Getenv("LCM_BENCH_HEAPPROFILE"); path != "" {
+			time.AfterFunc(1500*time.Millisecond, func() {
+				if f, err := os.Create(path); err == nil {
+					_ = pprof.Lookup("heap").WriteTo(f, 0)
+					f.Close()
+				}
+				if f, err := os.Create(path + ".goroutines"); err == nil {
+					_ = pprof.Lookup("goroutine").WriteTo(f, 1)
+					f.Close()
+				}
+				var ms runtime.MemStats
+				runtime.ReadMemStats(&ms)
+				b.Logf("1.5 s in: %d goroutines, heap in use %d MiB, stacks %d MiB, sys %d MiB", runtime.NumGoroutine(),
+					ms.HeapInuse>>20, ms.StackInuse>>20, ms.Sys>>20)
+			})
+		}
 		run, err := p.Fleet.UpdateAll(ctx, p.Admin)
 		if err != nil {
 			b.Fatal(err)
