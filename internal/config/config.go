@@ -58,6 +58,11 @@ type Config struct {
 	// network); port 0, the default, means off.
 	MetricsHost string `json:"metrics_host"`
 	MetricsPort int    `json:"metrics_port"`
+	// MetricsPprof adds Go's profiling endpoints (/debug/pprof/) to the
+	// metrics listener: CPU, heap and goroutine profiles of a running
+	// lcm-api for operators and benchmarks (docs/metrics.md). Off by
+	// default; it changes nothing without metrics_port.
+	MetricsPprof bool `json:"metrics_pprof"`
 
 	// DataDir holds lcm.key, the SQLite DB, version.json, the NATS store.
 	// Relative paths are relative to the config file's directory.
@@ -370,7 +375,8 @@ func (c *Config) ApplyEnv(getenv func(string) string) error {
 		"LCM_API_KEY_RATE_LIMIT_PER_MINUTE": &c.APIKeyRateLimitPerMinute, "LCM_SMTP_PORT": &c.SMTP.Port,
 		"LCM_STORAGE_HISTORY_DAYS": &c.StorageHistoryDays, "LCM_JOB_HISTORY_DAYS": &c.JobHistoryDays,
 	}
-	bools := map[string]*bool{"LCM_TRUST_PROXY_HEADER": &c.TrustProxyHeader, "LCM_ACCESS_LOG": &c.AccessLog}
+	bools := map[string]*bool{"LCM_TRUST_PROXY_HEADER": &c.TrustProxyHeader, "LCM_ACCESS_LOG": &c.AccessLog,
+		"LCM_METRICS_PPROF": &c.MetricsPprof}
 	for k, p := range str {
 		if v := getenv(k); v != "" {
 			*p = v

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -141,9 +142,21 @@ func Handler() http.Handler {
 	return promhttp.HandlerFor(Registry, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
 }
 
+// ServeOption changes what Serve serves.
+type ServeOption func(*serveOptions)
+
+type serveOptions struct{ pprof bool }
+
+// WithPprof adds Go's profiling endpoints (/debug/pprof/) to the listener.
+func WithPprof(on bool) ServeOption { return func(o *serveOptions) { o.pprof = on } }
+
 // Serve listens on addr and serves /metrics until ctx ends; "" means
 // off. It returns the bound address.
-func Serve(ctx context.Context, addr string, log *slog.Logger) (string, error) {
+func Serve(ctx context.Context, addr string, log *slog.Logger, opts ...ServeOption) (string, error) {
+	var o serveOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	if addr == "" {
 		return "", nil
 	}
@@ -153,6 +166,13 @@ func Serve(ctx context.Context, addr string, log *slog.Logger) (string, error) {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", Handler())
+	if o.pprof {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second}
 	go func() {
 		<-ctx.Done()

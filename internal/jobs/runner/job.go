@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net"
 	"strconv"
 	"time"
@@ -46,18 +45,13 @@ func (w *Worker) handle(ctx context.Context, seg string, msg bus.Msg) {
 	}
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	stopCtl, _ := w.cfg.Bus.Serve(bus.JobControlSubject(jm.JobID), "", func(data []byte) []byte {
-		var cm bus.ControlMsg
-		_ = json.Unmarshal(data, &cm)
-		if cm.Type == bus.TypeAbort {
-			log.Info("abort requested", "reason", cm.Reason)
-			cancel(fmt.Errorf("%w: %s", errAbortRequested, cm.Reason))
+	w.running.Store(jm.JobID, cancel)
+	defer w.running.Delete(jm.JobID)
+	if !w.sharedCtl.Load() {
+		stopCtl, _ := w.cfg.Bus.Serve(bus.JobControlSubject(jm.JobID), "", w.control)
+		if stopCtl != nil {
+			defer stopCtl()
 		}
-		reply, _ := json.Marshal(bus.ControlMsg{V: bus.MessageVersion, Type: cm.Type, JobID: jm.JobID})
-		return reply
-	})
-	if stopCtl != nil {
-		defer stopCtl()
 	}
 	hbDone := make(chan struct{})
 	hbStopped := make(chan struct{})

@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lcmproject/lcm/internal/bus"
@@ -62,6 +63,15 @@ type Worker struct {
 	sem  chan struct{}
 	pool *sshexec.Pool
 	own  bool // pool created here
+
+	// running maps the id of each job this worker runs to its cancel
+	// function: one subscription to every job's control subject serves
+	// them all (control), instead of a subscription per job, which costs
+	// a goroutine and an interest change on the NATS server each.
+	running sync.Map // string → context.CancelCauseFunc
+	// sharedCtl is set while that subscription is up; without it each job
+	// subscribes on its own.
+	sharedCtl atomic.Bool
 
 	wg sync.WaitGroup
 }
@@ -128,6 +138,12 @@ func (w *Worker) Run(ctx context.Context) error {
 				return nil
 			})
 		}()
+	}
+	if stop, err := w.cfg.Bus.Serve(bus.JobControlSubject("*"), "", w.control); err == nil {
+		w.sharedCtl.Store(true)
+		defer func() { w.sharedCtl.Store(false); stop() }()
+	} else {
+		w.log.Warn("job control subscription unavailable; each job subscribes on its own", "err", err)
 	}
 	w.log.Info("worker started", "segments", w.cfg.Segments, "concurrency", w.cfg.Concurrency)
 	<-ctx.Done()
@@ -207,6 +223,25 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 	case <-ctx.Done():
 	case <-t.C:
 	}
+}
+
+// control answers a control request for a job this worker runs; requests
+// for other jobs get no answer (the worker running them answers).
+func (w *Worker) control(data []byte) []byte {
+	var cm bus.ControlMsg
+	if json.Unmarshal(data, &cm) != nil || cm.JobID == "" {
+		return nil
+	}
+	v, ok := w.running.Load(cm.JobID)
+	if !ok {
+		return nil
+	}
+	if cm.Type == bus.TypeAbort {
+		w.log.Info("abort requested", "job_id", cm.JobID, "reason", cm.Reason)
+		v.(context.CancelCauseFunc)(fmt.Errorf("%w: %s", errAbortRequested, cm.Reason))
+	}
+	reply, _ := json.Marshal(bus.ControlMsg{V: bus.MessageVersion, Type: cm.Type, JobID: cm.JobID})
+	return reply
 }
 
 // errRefused is a claim the API refused: the message must not come back.
