@@ -53,6 +53,9 @@ type Config struct {
 	Pool        *sshexec.Pool
 	Timeouts    sshexec.Timeouts
 	Log         *slog.Logger
+	// HeartbeatInterval spaces the running jobs' heartbeats; 0 means
+	// heartbeatInterval (tests shorten it with the reaper's timeout).
+	HeartbeatInterval time.Duration
 }
 
 // Worker runs jobs.
@@ -68,7 +71,7 @@ type Worker struct {
 	// function: one subscription to every job's control subject serves
 	// them all (control), instead of a subscription per job, which costs
 	// a goroutine and an interest change on the NATS server each.
-	running sync.Map // string → context.CancelCauseFunc
+	running sync.Map // job id → *runningJob
 	// sharedCtl is set while that subscription is up; without it each job
 	// subscribes on its own.
 	sharedCtl atomic.Bool
@@ -91,6 +94,9 @@ func New(cfg Config) (*Worker, error) {
 	}
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = 64
+	}
+	if cfg.HeartbeatInterval <= 0 {
+		cfg.HeartbeatInterval = heartbeatInterval
 	}
 	if cfg.ID == "" {
 		cfg.ID = NewID()
@@ -128,6 +134,23 @@ func (w *Worker) ID() string { return w.cfg.ID }
 func (w *Worker) Run(ctx context.Context) error {
 	jobCtx, cancelJobs := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelJobs()
+	if stop, err := w.cfg.Bus.Serve(bus.JobControlSubject("*"), "", w.control); err == nil {
+		w.sharedCtl.Store(true)
+		defer func() { w.sharedCtl.Store(false); stop() }()
+	} else {
+		w.log.Warn("job control subscription unavailable; each job subscribes on its own", "err", err)
+	}
+	// Heartbeats run as long as jobs do (through the shutdown grace).
+	hbCtx, stopHB := context.WithCancel(jobCtx)
+	hbDone := make(chan struct{})
+	go func() {
+		defer close(hbDone)
+		safe.Supervise(hbCtx, "worker heartbeats", func(ctx context.Context) error {
+			w.heartbeats(ctx)
+			return nil
+		})
+	}()
+	defer func() { stopHB(); <-hbDone }()
 	var loops sync.WaitGroup
 	for _, seg := range w.cfg.Segments {
 		loops.Add(1)
@@ -138,12 +161,6 @@ func (w *Worker) Run(ctx context.Context) error {
 				return nil
 			})
 		}()
-	}
-	if stop, err := w.cfg.Bus.Serve(bus.JobControlSubject("*"), "", w.control); err == nil {
-		w.sharedCtl.Store(true)
-		defer func() { w.sharedCtl.Store(false); stop() }()
-	} else {
-		w.log.Warn("job control subscription unavailable; each job subscribes on its own", "err", err)
 	}
 	w.log.Info("worker started", "segments", w.cfg.Segments, "concurrency", w.cfg.Concurrency)
 	<-ctx.Done()
@@ -238,7 +255,7 @@ func (w *Worker) control(data []byte) []byte {
 	}
 	if cm.Type == bus.TypeAbort {
 		w.log.Info("abort requested", "job_id", cm.JobID, "reason", cm.Reason)
-		v.(context.CancelCauseFunc)(fmt.Errorf("%w: %s", errAbortRequested, cm.Reason))
+		v.(*runningJob).cancel(fmt.Errorf("%w: %s", errAbortRequested, cm.Reason))
 	}
 	reply, _ := json.Marshal(bus.ControlMsg{V: bus.MessageVersion, Type: cm.Type, JobID: cm.JobID})
 	return reply
