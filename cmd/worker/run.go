@@ -50,7 +50,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.password, "nats-password", "", "NATS password; prefer env LCM_WORKER_NATS_PASSWORD, flags are visible in ps")
 	fs.StringVar(&o.caFile, "nats-ca", env("LCM_WORKER_NATS_CA", ""), "PEM file of the CA (or self-signed certificate) of a TLS NATS, e.g. lcm-api's UI certificate (env LCM_WORKER_NATS_CA)")
 	fs.StringVar(&o.segments, "segments", env("LCM_WORKER_SEGMENTS", "default"), "comma-separated server segments to serve (env LCM_WORKER_SEGMENTS)")
-	fs.IntVar(&o.concurrency, "concurrency", 64, "jobs run at the same time")
+	fs.IntVar(&o.concurrency, "concurrency", runner.DefaultConcurrency, "jobs run at the same time")
 	fs.StringVar(&o.id, "id", env("LCM_WORKER_ID", ""), "worker id in job history (default <hostname>-<random>)")
 	fs.StringVar(&o.metricsAddr, "metrics-addr", env("LCM_WORKER_METRICS_ADDR", ""), "serve Prometheus metrics on this address, e.g. 127.0.0.1:9340 (/metrics, plain HTTP; off when empty; env LCM_WORKER_METRICS_ADDR)")
 	fs.BoolVar(&o.debug, "debug", false, "log at debug level")

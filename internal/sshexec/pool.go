@@ -27,6 +27,12 @@ const (
 	// for the follow-up commands of one job and the next scan to reuse it,
 	// short enough not to hold sshd processes on a thousand hosts for hours.
 	DefaultIdleTimeout = 90 * time.Second
+	// DefaultMaxDials bounds dials and handshakes in flight, apart from the
+	// running sessions: a fleet-wide run starting a thousand jobs on a cold
+	// pool would otherwise start a thousand key exchanges at once, each
+	// slower for the crowd (and nearer its handshake deadline), while
+	// sessions on open connections wait behind them for the CPU.
+	DefaultMaxDials = 64
 )
 
 // PoolConfig bounds a Pool; zero fields take the defaults.
@@ -35,6 +41,7 @@ type PoolConfig struct {
 	MaxConnsPerServer  int
 	MaxSessionsPerConn int
 	IdleTimeout        time.Duration
+	MaxDials           int
 }
 
 // Pool keeps SSH connections per server and credential version and
@@ -52,9 +59,10 @@ type Pool struct {
 	wake    chan struct{} // closed and replaced when capacity frees
 	closed  bool
 
-	stop chan struct{}
-	done chan struct{}
-	dial func(context.Context, Target) (*Client, error)
+	stop  chan struct{}
+	done  chan struct{}
+	dial  func(context.Context, Target) (*Client, error)
+	dials chan struct{} // MaxDials slots for dials and handshakes
 }
 
 type serverConns struct {
@@ -84,6 +92,9 @@ func NewPool(cfg PoolConfig) *Pool {
 	if cfg.IdleTimeout <= 0 {
 		cfg.IdleTimeout = DefaultIdleTimeout
 	}
+	if cfg.MaxDials <= 0 {
+		cfg.MaxDials = DefaultMaxDials
+	}
 	p := &Pool{
 		cfg:     cfg,
 		servers: make(map[string]*serverConns),
@@ -91,6 +102,7 @@ func NewPool(cfg PoolConfig) *Pool {
 		stop:    make(chan struct{}),
 		done:    make(chan struct{}),
 		dial:    Dial,
+		dials:   make(chan struct{}, cfg.MaxDials),
 	}
 	go p.sweep()
 	return p
@@ -218,7 +230,15 @@ func (p *Pool) acquire(ctx context.Context, id string, t Target) (*pooledConn, e
 }
 
 func (p *Pool) dialNew(ctx context.Context, id string, sc *serverConns, t Target) (*pooledConn, error) {
-	c, err := p.dial(ctx, t)
+	var c *Client
+	var err error
+	select {
+	case p.dials <- struct{}{}:
+		c, err = p.dial(ctx, t)
+		<-p.dials
+	case <-ctx.Done():
+		err = classifyCancel(ctx, ctx, t.Addr)
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	sc.dialing--

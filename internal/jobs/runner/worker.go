@@ -44,12 +44,21 @@ const (
 	heartbeatInterval = 5 * time.Second
 )
 
+// DefaultConcurrency is how many jobs a worker runs at once. A job mostly
+// waits on its server (an upgrade takes seconds to minutes, the worker's
+// part of it milliseconds), so a worker keeps a thousand in flight: a
+// fleet-wide run of 1,000 servers is one wave, not sixteen. Each job in
+// flight holds about 0.1 MiB of the worker's memory (its SSH connection's
+// buffers, a session, its output buffer; docs/benchmarks.md, "Fan-out"),
+// which is what bounds it: size it as (memory for jobs) / 0.1 MiB.
+const DefaultConcurrency = 1024
+
 // Config configures a worker.
 type Config struct {
 	Bus         *bus.Bus
 	ID          string   // unique per process start; generated when empty
 	Segments    []string // default: ["default"]
-	Concurrency int      // jobs at a time; default 64
+	Concurrency int      // jobs at a time; default DefaultConcurrency
 	Pool        *sshexec.Pool
 	Timeouts    sshexec.Timeouts
 	Log         *slog.Logger
@@ -93,7 +102,7 @@ func New(cfg Config) (*Worker, error) {
 		}
 	}
 	if cfg.Concurrency <= 0 {
-		cfg.Concurrency = 64
+		cfg.Concurrency = DefaultConcurrency
 	}
 	if cfg.HeartbeatInterval <= 0 {
 		cfg.HeartbeatInterval = heartbeatInterval
