@@ -204,7 +204,8 @@ def lcm_round(api, api_pid, sim_pid, n, profile=None):
     if profile:
         base, d, r = profile
         threads = [threading.Thread(target=fetch, args=(f"{base}/debug/pprof/profile?seconds=8", os.path.join(d, f"lcm-cpu-{r}.pprof"))),
-                   threading.Timer(1.5, fetch, args=(f"{base}/debug/pprof/heap", os.path.join(d, f"lcm-heap-{r}.pprof")))]
+                   threading.Timer(1.5, fetch, args=(f"{base}/debug/pprof/heap", os.path.join(d, f"lcm-heap-{r}.pprof"))),
+                   threading.Timer(1.6, fetch, args=(f"{base}/debug/pprof/heap?debug=1", os.path.join(d, f"lcm-heap-{r}.txt")))]
         for t in threads:
             t.start()
     c0, s0, t0 = cpu_seconds(api_pid), cpu_seconds(sim_pid), time.monotonic()
@@ -294,6 +295,7 @@ def main():
             print(f"lcm-api RSS after {a.idle_wait:.0f} s idle: {vm_rss_mib(api_proc.pid):.0f} MiB")
             if a.profile:
                 fetch(f"http://127.0.0.1:{pport}/debug/pprof/heap?gc=1", os.path.join(a.profile, "lcm-heap-idle.pprof"))
+                fetch(f"http://127.0.0.1:{pport}/debug/pprof/heap?debug=1", os.path.join(a.profile, "lcm-heap-idle.txt"))
         if a.lcm_only:
             print(f"median wall: LCM {statistics.median(x['wall'] for x in res['lcm']):.1f} s; "
                   f"CPU {statistics.median(x['cpu'] for x in res['lcm']):.1f} s; peak RSS {max(x['rss'] for x in res['lcm']):.0f} MiB")

@@ -24,3 +24,12 @@ func applyMemoryLimit(mb int, log *slog.Logger) {
 	debug.SetMemoryLimit(int64(mb) << 20)
 	log.Info("memory limit", "mb", mb)
 }
+
+// returnMemory gives the memory a fleet-wide run used back to the system
+// once the worker's SSH pool has drained: the Go runtime would otherwise
+// return it slowly, over minutes, and an idle lcm-api would keep the
+// run's peak. It costs one full collection.
+func returnMemory(log *slog.Logger) {
+	debug.FreeOSMemory()
+	log.Debug("SSH pool drained; freed memory returned to the system")
+}

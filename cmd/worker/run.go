@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime/debug"
 	"strings"
 
 	"github.com/lcmproject/lcm/internal/bus"
@@ -107,7 +108,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer b.Close()
-	w, err := runner.New(runner.Config{Bus: b, ID: o.id, Segments: segments, Concurrency: o.concurrency, Log: log})
+	w, err := runner.New(runner.Config{Bus: b, ID: o.id, Segments: segments, Concurrency: o.concurrency, Log: log,
+		// The memory a fleet-wide run used goes back to the system once
+		// the pool has drained (the runtime would return it over minutes).
+		OnPoolDrained: debug.FreeOSMemory})
 	if err != nil {
 		return err
 	}

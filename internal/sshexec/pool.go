@@ -42,6 +42,10 @@ type PoolConfig struct {
 	MaxSessionsPerConn int
 	IdleTimeout        time.Duration
 	MaxDials           int
+	// OnDrained, when set, runs (in the sweeper) each time the idle
+	// sweep closes the last open connection: a process can return the
+	// memory a fleet-wide run used to the system then.
+	OnDrained func()
 }
 
 // Pool keeps SSH connections per server and credential version and
@@ -332,8 +336,9 @@ func (p *Pool) broadcastLocked() {
 // sweep closes idle and broken connections periodically; owned by the Pool.
 func (p *Pool) sweep() {
 	defer close(p.done)
-	// Half the idle timeout: a connection lives at most 1.5× IdleTimeout.
-	tick := time.NewTicker(p.cfg.IdleTimeout / 2)
+	// A sixth of the idle timeout: an idle connection lives at most
+	// 7/6 × IdleTimeout, and a drained pool is noticed soon after.
+	tick := time.NewTicker(p.cfg.IdleTimeout / 6)
 	defer tick.Stop()
 	for {
 		select {
@@ -348,8 +353,12 @@ func (p *Pool) sweep() {
 					delete(p.servers, id) // acquire re-creates it
 				}
 			}
+			drained := len(toClose) > 0 && p.total == 0
 			p.mu.Unlock()
 			closeAll(toClose)
+			if drained && p.cfg.OnDrained != nil {
+				p.cfg.OnDrained()
+			}
 		}
 	}
 }

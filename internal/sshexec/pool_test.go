@@ -131,3 +131,30 @@ func TestPoolBoundsDialsApartFromSessions(t *testing.T) {
 		t.Fatalf("%d dials in flight at most, want 1..3", most)
 	}
 }
+
+// TestPoolReportsDrained: once the idle sweep closes the last connection,
+// OnDrained runs (once per drain).
+func TestPoolReportsDrained(t *testing.T) {
+	f := startFleet(t, fleetsim.Config{N: 2})
+	drained := make(chan struct{}, 4)
+	p := sshexec.NewPool(sshexec.PoolConfig{IdleTimeout: 300 * time.Millisecond, OnDrained: func() { drained <- struct{}{} }})
+	defer p.Close()
+	for i, inst := range f.Instances {
+		if _, err := p.Executor(fmt.Sprintf("srv-%d", i), simTarget(inst)).Run(context.Background(), remote.Command{Cmd: "true"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case <-drained:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("no drain reported; pool %+v", p.Stats())
+	}
+	if s := p.Stats(); s.Conns != 0 {
+		t.Fatalf("drained with %d connections open", s.Conns)
+	}
+	select {
+	case <-drained:
+		t.Fatal("a drained pool reported again without new connections")
+	case <-time.After(500 * time.Millisecond):
+	}
+}

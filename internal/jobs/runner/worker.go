@@ -65,6 +65,9 @@ type Config struct {
 	// HeartbeatInterval spaces the running jobs' heartbeats; 0 means
 	// heartbeatInterval (tests shorten it with the reaper's timeout).
 	HeartbeatInterval time.Duration
+	// OnPoolDrained runs when the worker's own SSH pool closed its last
+	// idle connection (sshexec.PoolConfig.OnDrained).
+	OnPoolDrained func()
 }
 
 // Worker runs jobs.
@@ -119,7 +122,7 @@ func New(cfg Config) (*Worker, error) {
 	}
 	w := &Worker{cfg: cfg, keys: keys, log: cfg.Log.With("worker", cfg.ID), sem: make(chan struct{}, cfg.Concurrency), pool: cfg.Pool}
 	if w.pool == nil {
-		w.pool, w.own = sshexec.NewPool(sshexec.PoolConfig{}), true
+		w.pool, w.own = sshexec.NewPool(sshexec.PoolConfig{OnDrained: cfg.OnPoolDrained}), true
 	}
 	return w, nil
 }
