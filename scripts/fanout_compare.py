@@ -61,6 +61,18 @@ def vm_rss_mib(pid):
     return 0.0
 
 
+def rss_parts(pid):
+    """The RSS split the kernel reports: anonymous memory (heap, stacks)
+    and file pages (the binary's code, mapped files)."""
+    parts = {}
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            k, _, v = line.partition(":")
+            if k in ("RssAnon", "RssFile", "RssShmem"):
+                parts[k] = int(v.split()[0]) / 1024
+    return ", ".join(f"{k} {v:.0f} MiB" for k, v in parts.items())
+
+
 def reset_hwm(pid):
     try:
         with open(f"/proc/{pid}/clear_refs", "w") as f:
@@ -216,6 +228,10 @@ def lcm_round(api, api_pid, sim_pid, n, profile=None):
     wall = time.monotonic() - t0
     for t in threads:
         t.join()
+    failed = [it for it in run["items"] if it.get("status") not in (None, "success")][:3]
+    for it in failed:
+        j = api.call("GET", f"/api/v1/jobs/{it['job_id']}")
+        print(f"  {it['server_name']}: {j.get('status')}: {j.get('error', '')[:300]}", flush=True)
     ok = run["progress"]["counts"].get("success", 0)
     return {"wall": wall, "cpu": cpu_seconds(api_pid) - c0, "rss": vm_hwm_mib(api_pid),
             "sim_cpu": cpu_seconds(sim_pid) - s0, "ok": ok, "n": n}
@@ -292,7 +308,7 @@ def main():
                 time.sleep(2)
         if a.idle_wait:
             time.sleep(a.idle_wait)
-            print(f"lcm-api RSS after {a.idle_wait:.0f} s idle: {vm_rss_mib(api_proc.pid):.0f} MiB")
+            print(f"lcm-api RSS after {a.idle_wait:.0f} s idle: {vm_rss_mib(api_proc.pid):.0f} MiB ({rss_parts(api_proc.pid)})")
             if a.profile:
                 fetch(f"http://127.0.0.1:{pport}/debug/pprof/heap?gc=1", os.path.join(a.profile, "lcm-heap-idle.pprof"))
                 fetch(f"http://127.0.0.1:{pport}/debug/pprof/heap?debug=1", os.path.join(a.profile, "lcm-heap-idle.txt"))
