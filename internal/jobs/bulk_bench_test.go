@@ -8,6 +8,7 @@ import (
 	"runtime/pprof"
 	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -16,27 +17,34 @@ import (
 	"github.com/lcmproject/lcm/internal/domain"
 	"github.com/lcmproject/lcm/internal/fleet"
 	"github.com/lcmproject/lcm/internal/fleetsim"
+	"github.com/lcmproject/lcm/internal/jobs/runner"
 	"github.com/lcmproject/lcm/internal/testutil/plane"
 )
 
 // BenchmarkBulkUpdateAll: "update all" (one bulk run of upgrade-security)
 // on LCM_BENCH_SERVERS simulated Debian 12 servers (default 300; 400
 // packages, 40 upgradable of which 12 security; the upgrade takes 1 s, every
-// other command answers at once, updates stay pending), one worker with
-// LCM_BENCH_CONCURRENCY jobs in flight (default 64, lcm-api's default),
-// cmd/api's finish hooks. Wall time from the request until the run reports
-// every job final (each one ingested). Profile the control plane with
-// -cpuprofile (the simulator runs in the same process).
+// other command answers at once, updates stay pending), LCM_BENCH_WORKERS
+// workers (default 1) with LCM_BENCH_CONCURRENCY jobs in flight each
+// (default the worker's default), cmd/api's finish hooks. Wall time from
+// the request until the run reports every job final (each one ingested).
+// The servers were refreshed once before, as a joined fleet is.
 //
 //	go test -run '^$' -bench BulkUpdateAll -benchtime 1x ./internal/jobs
+//	LCM_BENCH_SERVERS=10000 LCM_BENCH_WORKERS=2 go test -run '^$' -bench BulkUpdateAll -benchtime 1x -timeout 30m ./internal/jobs
 func BenchmarkBulkUpdateAll(b *testing.B) {
-	n, conc := 300, 64
+	n, conc, workers := 300, runner.DefaultConcurrency, 1
 	if v, err := strconv.Atoi(os.Getenv("LCM_BENCH_SERVERS")); err == nil && v > 0 {
 		n = v
 	}
 	if v, err := strconv.Atoi(os.Getenv("LCM_BENCH_CONCURRENCY")); err == nil && v > 0 {
 		conc = v
 	}
+	if v, err := strconv.Atoi(os.Getenv("LCM_BENCH_WORKERS")); err == nil && v > 0 {
+		workers = v
+	}
+	// Each simulated server is a listener and a connection on each side.
+	raiseFileLimit(b, uint64(4*n+4096))
 	table := fleetsim.DebianTable(fleetsim.DebianOptions{RefreshOptions: fleetsim.RefreshOptions{Upgradable: 40, Security: 12},
 		KeepPending: true, UpgradeTime: time.Second})
 	f, err := fleetsim.Start(fleetsim.Config{N: n, Packages: 400, Responders: table})
@@ -44,7 +52,10 @@ func BenchmarkBulkUpdateAll(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer f.Close()
-	p := plane.Start(b, plane.Options{DatabaseURL: benchDB(b), Concurrency: conc})
+	p := plane.Start(b, plane.Options{DatabaseURL: benchDB(b), Concurrency: conc, NoWorker: true})
+	for range workers {
+		p.StartWorker(b, nil, conc)
+	}
 	var ingested atomic.Int64
 	inventoryHooks(p, &ingested)
 	for _, inst := range f.Instances {
@@ -98,8 +109,8 @@ func BenchmarkBulkUpdateAll(b *testing.B) {
 		run = waitBulk(b, p, run)
 		wall := time.Since(start)
 		pr := run.Progress()
-		b.Logf("update all on %d servers, %d in flight: wall %.1f s (submitted in %.2f s), %d success, %d refused",
-			n, conc, wall.Seconds(), submitted.Seconds(), pr.Counts[domain.JobSuccess], pr.Refused)
+		b.Logf("update all on %d servers, %d worker(s) with %d in flight: wall %.1f s (submitted in %.2f s), %d success, %d refused",
+			n, workers, conc, wall.Seconds(), submitted.Seconds(), pr.Counts[domain.JobSuccess], pr.Refused)
 		if pr.Counts[domain.JobSuccess] != n {
 			b.Fatalf("progress %+v", pr)
 		}
@@ -166,4 +177,111 @@ func waitBulk(b *testing.B, p *plane.Plane, run domain.BulkRun) domain.BulkRun {
 		}
 	}
 	return run
+}
+
+// raiseFileLimit raises the open-file limit to at least n (as root up to
+// the kernel's maximum): a large simulated fleet holds a listener and two
+// connection ends per server in this process.
+func raiseFileLimit(b *testing.B, n uint64) {
+	var l syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l); err != nil || l.Cur >= n {
+		return
+	}
+	l.Cur = n
+	if l.Max < n {
+		l.Max = n
+	}
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &l); err != nil {
+		b.Fatalf("%d servers need %d open files: %v (raise ulimit -n)", n/4, n, err)
+	}
+}
+
+// BenchmarkDispatchDuringBulk: the dispatch latency of single jobs (submit
+// → the job's first command arrives on its server, over a pooled
+// connection) while a bulk security upgrade of LCM_BENCH_SERVERS (default
+// 1,000) simulated servers runs. Budget p99 ≤ 20 ms. Each bulk run takes
+// a few seconds; single jobs are dispatched one after the other on a
+// separate server for as long as the bulk run has jobs in flight, and bulk
+// runs repeat until b.N dispatches are measured.
+//
+//	go test -run '^$' -bench DispatchDuringBulk -benchtime 200x -timeout 20m ./internal/jobs
+func BenchmarkDispatchDuringBulk(b *testing.B) {
+	n := 1000
+	if v, err := strconv.Atoi(os.Getenv("LCM_BENCH_SERVERS")); err == nil && v > 0 {
+		n = v
+	}
+	raiseFileLimit(b, uint64(4*n+4096))
+	table := fleetsim.DebianTable(fleetsim.DebianOptions{RefreshOptions: fleetsim.RefreshOptions{Upgradable: 40, Security: 12},
+		KeepPending: true, UpgradeTime: time.Second})
+	var probeIdx atomic.Int64
+	probeIdx.Store(-1)
+	arrived := make(chan time.Time, 1)
+	f, err := fleetsim.Start(fleetsim.Config{N: n + 1, Packages: 400, Responders: table, OnExec: func(inst *fleetsim.Instance, cmd string) {
+		if int64(inst.Index) == probeIdx.Load() && strings.HasPrefix(cmd, "date +%s") { // the job's first section
+			select {
+			case arrived <- time.Now():
+			default:
+			}
+		}
+	}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	p := plane.Start(b, plane.Options{DatabaseURL: benchDB(b)})
+	var ids []string
+	var probe domain.Server
+	for i, inst := range f.Instances {
+		srv := simServer(b, p, inst)
+		if i == n {
+			probe = srv
+			probeIdx.Store(int64(i))
+		} else {
+			ids = append(ids, srv.ID)
+		}
+	}
+	ctx := context.Background()
+	warm, err := p.Fleet.Bulk(ctx, p.Admin, fleet.BulkRequest{Action: "refresh", All: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	waitBulk(b, p, warm)
+	dispatch := func() time.Duration {
+		for len(arrived) > 0 {
+			<-arrived
+		}
+		start := time.Now()
+		j, err := p.Fleet.UpgradeSecurity(ctx, p.Admin, probe.ID)
+		if err != nil {
+			b.Fatal(err)
+		}
+		at := <-arrived
+		p.WaitJob(b, j.ID, 60*time.Second)
+		return at.Sub(start)
+	}
+	dispatch() // opens the pooled connection
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for len(lat) < b.N {
+		run, err := p.Fleet.Bulk(ctx, p.Admin, fleet.BulkRequest{Action: "upgrade-security", ServerIDs: ids})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for len(lat) < b.N {
+			cur, err := p.Fleet.GetBulk(ctx, p.Admin, run.ID)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if pr := cur.Progress(); pr.Done || pr.Counts[domain.JobPending]+pr.Counts[domain.JobStarted]+pr.Counts[domain.JobRunning] < n/10 {
+				break // the bulk run is ending: measure during the next one
+			}
+			lat = append(lat, dispatch())
+		}
+		waitBulk(b, p, run)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(percentile(lat, 0.5).Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(percentile(lat, 0.99).Microseconds())/1000, "p99-ms")
+	b.Logf("%d dispatches during bulk runs of %d servers: p50 %v, p99 %v, max %v", len(lat), n,
+		percentile(lat, 0.5), percentile(lat, 0.99), slices.Max(lat))
 }
