@@ -255,8 +255,13 @@ func BenchmarkDispatchDuringBulk(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		submitted := time.Since(start)
 		at := <-arrived
-		p.WaitJob(b, j.ID, 60*time.Second)
+		done := p.WaitJob(b, j.ID, 60*time.Second)
+		if os.Getenv("LCM_BENCH_VERBOSE") != "" && done.StartedAt != nil {
+			b.Logf("dispatch %v: submitted %v, claimed %v, first command %v", at.Sub(start).Round(time.Millisecond),
+				submitted.Round(time.Millisecond), done.StartedAt.Sub(start).Round(time.Millisecond), at.Sub(start).Round(time.Millisecond))
+		}
 		return at.Sub(start)
 	}
 	dispatch() // opens the pooled connection
