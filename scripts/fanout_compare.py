@@ -31,6 +31,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -50,6 +51,26 @@ def vm_hwm_mib(pid):
             if line.startswith("VmHWM:"):
                 return int(line.split()[1]) / 1024
     return 0.0
+
+
+def vm_rss_mib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def rss_parts(pid):
+    """The RSS split the kernel reports: anonymous memory (heap, stacks)
+    and file pages (the binary's code, mapped files)."""
+    parts = {}
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            k, _, v = line.partition(":")
+            if k in ("RssAnon", "RssFile", "RssShmem"):
+                parts[k] = int(v.split()[0]) / 1024
+    return ", ".join(f"{k} {v:.0f} MiB" for k, v in parts.items())
 
 
 def reset_hwm(pid):
@@ -97,9 +118,11 @@ def start_fleetsim(binary, n, upgrade_time):
     return p, hosts
 
 
-def start_api(binary, workdir, database_url, concurrency):
+def start_api(binary, workdir, database_url, concurrency, profile_port=0):
     port = free_port()
     cfg = {"jwt_secret": "b" * 48, "port": port, "agent_port": 0, "data_dir": "data"}
+    if profile_port:
+        cfg.update({"metrics_port": profile_port, "metrics_pprof": True})
     if database_url:
         cfg["database"] = {"url": database_url}
     if concurrency:
@@ -167,14 +190,48 @@ def onboard(api, hosts):
         time.sleep(0.5)
 
 
-def lcm_round(api, api_pid, sim_pid, n):
+def first_refresh(api):
+    """An inventory refresh of every server, as any fleet has had before a
+    security run (LCM refreshes on a schedule): the run then reads each
+    server's stored inventory digest. Not timed."""
+    run = api.call("POST", "/api/v1/jobs/bulk", {"action": "refresh", "all": True})
+    while not run["progress"]["done"]:
+        time.sleep(0.5)
+        run = api.call("GET", f"/api/v1/jobs/bulk/{run['bulk_id']}")
+    ok = run["progress"]["counts"].get("success", 0)
+    if ok != run["progress"]["jobs"]:
+        raise RuntimeError(f"first refresh: {ok} of {run['progress']['jobs']} succeeded")
+
+
+def fetch(url, path, timeout=120):
+    with urllib.request.urlopen(url, timeout=timeout) as r, open(path, "wb") as f:
+        f.write(r.read())
+
+
+def lcm_round(api, api_pid, sim_pid, n, profile=None):
+    """profile: (pprof base URL, directory, round) to write a CPU profile of
+    the round and a heap profile 1.5 s into it."""
     reset_hwm(api_pid)
+    threads = []
+    if profile:
+        base, d, r = profile
+        threads = [threading.Thread(target=fetch, args=(f"{base}/debug/pprof/profile?seconds=8", os.path.join(d, f"lcm-cpu-{r}.pprof"))),
+                   threading.Timer(1.5, fetch, args=(f"{base}/debug/pprof/heap", os.path.join(d, f"lcm-heap-{r}.pprof"))),
+                   threading.Timer(1.6, fetch, args=(f"{base}/debug/pprof/heap?debug=1", os.path.join(d, f"lcm-heap-{r}.txt")))]
+        for t in threads:
+            t.start()
     c0, s0, t0 = cpu_seconds(api_pid), cpu_seconds(sim_pid), time.monotonic()
     run = api.call("POST", "/api/v1/security/update-all")
     while not run["progress"]["done"]:
         time.sleep(0.25)
         run = api.call("GET", f"/api/v1/jobs/bulk/{run['bulk_id']}")
     wall = time.monotonic() - t0
+    for t in threads:
+        t.join()
+    failed = [it for it in run["items"] if it.get("status") not in (None, "success")][:3]
+    for it in failed:
+        j = api.call("GET", f"/api/v1/jobs/{it['job_id']}")
+        print(f"  {it['server_name']}: {j.get('status')}: {j.get('error', '')[:300]}", flush=True)
     ok = run["progress"]["counts"].get("success", 0)
     return {"wall": wall, "cpu": cpu_seconds(api_pid) - c0, "rss": vm_hwm_mib(api_pid),
             "sim_cpu": cpu_seconds(sim_pid) - s0, "ok": ok, "n": n}
@@ -205,6 +262,9 @@ def main():
     ap.add_argument("--repo", required=True)
     ap.add_argument("--database-url", default="")
     ap.add_argument("--concurrency", type=int, default=0, help="worker.concurrency (0: lcm-api's default)")
+    ap.add_argument("--profile", default="", help="directory for lcm-api's CPU and heap profiles of each LCM round (and the heap after the idle wait)")
+    ap.add_argument("--lcm-only", action="store_true", help="skip the Ansible rounds (to iterate on LCM; prints no ratio)")
+    ap.add_argument("--idle-wait", type=float, default=0, help="after the rounds, wait this many seconds and report lcm-api's RSS (the pool drains after 90 s)")
     a = ap.parse_args()
     if not shutil.which("ansible"):
         sys.exit("ansible is not installed (apt-get install -y ansible)")
@@ -218,27 +278,44 @@ def main():
             for h in hosts:
                 host, port = h["addr"].rsplit(":", 1)
                 f.write(f"sim{h['index']} ansible_host={host} ansible_port={port}\n")
-        api_proc, api = start_api(a.api_bin, work, a.database_url, a.concurrency)
+        pport = free_port() if a.profile else 0
+        if a.profile:
+            os.makedirs(a.profile, exist_ok=True)
+        api_proc, api = start_api(a.api_bin, work, a.database_url, a.concurrency, pport)
         t0 = time.monotonic()
         onboard(api, hosts)
+        first_refresh(api)
         print(f"machine: {os.cpu_count()} CPUs, {cpu_model()}, {platform.system()} {platform.release()}, load {os.getloadavg()[0]:.2f}")
         print(f"ansible: {subprocess.run(['ansible', '--version'], capture_output=True, text=True).stdout.splitlines()[0]}")
         print(f"hosts={a.hosts} rounds={a.rounds} forks={a.forks} upgrade-time={a.upgrade_time} "
               f"database={'postgres' if a.database_url else 'sqlite'} worker.concurrency={a.concurrency or 'default'}")
-        print(f"onboarded {a.hosts} hosts through the API (probe + join) in {time.monotonic() - t0:.1f} s; "
+        print(f"onboarded {a.hosts} hosts through the API (probe + join + a first inventory refresh) in {time.monotonic() - t0:.1f} s; "
               f"lcm-api RSS after onboarding {vm_hwm_mib(api_proc.pid):.0f} MiB peak")
         print(f"{'round':>5} {'side':8} {'wall s':>7} {'CPU s':>7} {'peak MiB':>9} {'sim CPU s':>9} {'ok':>9}")
         res = {"lcm": [], "ansible": []}
         for r in range(1, a.rounds + 1):
             order = ["lcm", "ansible"] if r % 2 else ["ansible", "lcm"]
             for side in order:
+                if side == "ansible" and a.lcm_only:
+                    continue
                 if side == "lcm":
-                    x = lcm_round(api, api_proc.pid, sim.pid, a.hosts)
+                    prof = (f"http://127.0.0.1:{pport}", a.profile, r) if a.profile else None
+                    x = lcm_round(api, api_proc.pid, sim.pid, a.hosts, prof)
                 else:
                     x = ansible_round(inventory, script, a.forks, sim.pid, a.hosts, work)
                 res[side].append(x)
                 print(f"{r:>5} {side:8} {x['wall']:7.1f} {x['cpu']:7.1f} {x['rss']:9.0f} {x['sim_cpu']:9.1f} {x['ok']:>4}/{x['n']}", flush=True)
                 time.sleep(2)
+        if a.idle_wait:
+            time.sleep(a.idle_wait)
+            print(f"lcm-api RSS after {a.idle_wait:.0f} s idle: {vm_rss_mib(api_proc.pid):.0f} MiB ({rss_parts(api_proc.pid)})")
+            if a.profile:
+                fetch(f"http://127.0.0.1:{pport}/debug/pprof/heap?gc=1", os.path.join(a.profile, "lcm-heap-idle.pprof"))
+                fetch(f"http://127.0.0.1:{pport}/debug/pprof/heap?debug=1", os.path.join(a.profile, "lcm-heap-idle.txt"))
+        if a.lcm_only:
+            print(f"median wall: LCM {statistics.median(x['wall'] for x in res['lcm']):.1f} s; "
+                  f"CPU {statistics.median(x['cpu'] for x in res['lcm']):.1f} s; peak RSS {max(x['rss'] for x in res['lcm']):.0f} MiB")
+            return
         lw = statistics.median(x["wall"] for x in res["lcm"])
         aw = statistics.median(x["wall"] for x in res["ansible"])
         print(f"median wall: LCM {lw:.1f} s, Ansible -f {a.forks} {aw:.1f} s -> LCM faster by {aw / lw:.1f}x")

@@ -183,6 +183,7 @@ type app struct {
 func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.Writer, restored bool) error {
 	a := &app{cfg: cfg, log: log, dataDir: cfg.ResolvedDataDir(), restored: restored, exitCh: make(chan int, 1)}
 	defer a.close()
+	applyMemoryLimit(cfg.MemoryLimitMB, log)
 	exitCh := a.exitCh
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

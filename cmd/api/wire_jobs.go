@@ -29,7 +29,8 @@ func (a *app) startJobs(ctx context.Context, js *jobs.Service) error {
 		a.log.Info("in-process worker disabled; jobs need an lcm-worker")
 		return nil
 	}
-	w, err := runner.New(runner.Config{Bus: a.bus, Segments: a.cfg.Worker.Segments, Concurrency: a.cfg.Worker.Concurrency, Log: a.log})
+	w, err := runner.New(runner.Config{Bus: a.bus, Segments: a.cfg.Worker.Segments, Concurrency: a.cfg.Worker.Concurrency, Log: a.log,
+		OnPoolDrained: func() { returnMemory(a.log) }})
 	if err != nil {
 		return err
 	}

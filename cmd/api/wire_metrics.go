@@ -51,7 +51,7 @@ func (a *app) wireMetrics(ctx context.Context) error {
 		return nil
 	}
 	addr := net.JoinHostPort(a.cfg.MetricsHost, strconv.Itoa(a.cfg.MetricsPort))
-	if _, err := metrics.Serve(ctx, addr, a.log, nil); err != nil {
+	if _, err := metrics.Serve(ctx, addr, a.log, nil, metrics.WithPprof(a.cfg.MetricsPprof)); err != nil {
 		return fmt.Errorf("metrics listener on %s: %w", addr, err)
 	}
 	return nil

@@ -183,7 +183,6 @@ func natsHealth(b *bus.Bus) func() error {
 	}
 }
 
-
 func scanFile(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("scan", flag.ContinueOnError)
 	fs.SetOutput(stderr)

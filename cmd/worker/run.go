@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime/debug"
 	"strconv"
 	"strings"
 
@@ -53,7 +54,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.password, "nats-password", "", "NATS password; prefer env LCM_WORKER_NATS_PASSWORD or LCM_WORKER_NATS_PASSWORD_FILE (a file holding it), flags are visible in ps")
 	fs.StringVar(&o.caFile, "nats-ca", env("LCM_WORKER_NATS_CA", ""), "PEM file of the CA (or self-signed certificate) of a TLS NATS, e.g. lcm-api's UI certificate (env LCM_WORKER_NATS_CA)")
 	fs.StringVar(&o.segments, "segments", env("LCM_WORKER_SEGMENTS", "default"), "comma-separated server segments to serve (env LCM_WORKER_SEGMENTS)")
-	concurrency := 64
+	concurrency := runner.DefaultConcurrency
 	if v := os.Getenv("LCM_WORKER_CONCURRENCY"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
@@ -125,7 +126,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer b.Close()
-	w, err := runner.New(runner.Config{Bus: b, ID: o.id, Segments: segments, Concurrency: o.concurrency, Log: log})
+	w, err := runner.New(runner.Config{Bus: b, ID: o.id, Segments: segments, Concurrency: o.concurrency, Log: log,
+		// The memory a fleet-wide run used goes back to the system once
+		// the pool has drained (the runtime would return it over minutes).
+		OnPoolDrained: debug.FreeOSMemory})
 	if err != nil {
 		return err
 	}

@@ -164,12 +164,35 @@ func (j PackageJob) Run(ctx context.Context, env *Env) (Result, error) {
 	return r, err
 }
 
-// RunData implements DataAction.
+// RunData implements DataAction: the action and the inventory refresh
+// after it in one session (runChange).
 func (PackageJob) RunData(ctx context.Context, env *Env) (Result, []byte, error) {
 	var p PackageParams
 	if err := json.Unmarshal(env.Params, &p); err != nil || !p.Action.Valid() {
 		return Result{}, nil, failf("invalid package action parameters")
 	}
-	code, actErr := PackageAction(ctx, env.Exec, pkgmgr.Family(env.Creds.PackageFamily), p.Action, p.Names, env.Out)
-	return refreshAfter(ctx, env, Result{ExitCode: code}, actErr, string(p.Action)+" done")
+	msg := string(p.Action) + " done"
+	m, err := jobManager(ctx, env.Exec, pkgmgr.Family(env.Creds.PackageFamily))
+	if err != nil {
+		return refreshAfter(ctx, env, Result{}, err, msg)
+	}
+	cmd, err := PackageCommand(m, p.Action, p.Names)
+	if err != nil {
+		var ue *pkgmgr.UnsupportedError
+		if errors.As(err, &ue) {
+			return runChange(ctx, env, m, change{}, failf("%s", ue.Answer), msg, false)
+		}
+		return runChange(ctx, env, m, change{}, failf("%v", err), msg, false)
+	}
+	fmt.Fprintf(env.Out, "lcm: %s with %s\n", p.Action, m.Name())
+	ch := change{cmd: cmd, failed: func(code int) error { return failf("%s %s exited with code %d", m.Name(), p.Action, code) }}
+	switch {
+	case p.Action == PkgRefreshLists:
+		ch = change{refresh: true}
+	case m.Family() == pkgmgr.FamilyPacman && p.Action == PkgUpgradeAll:
+		ch.ageOnly = true
+	case p.Action.installs():
+		ch.refresh = true
+	}
+	return runChange(ctx, env, m, ch, nil, msg, false)
 }

@@ -157,7 +157,7 @@ func (j RebootJob) RunData(ctx context.Context, env *Env) (Result, []byte, error
 		fmt.Fprintf(env.Out, "lcm: the inventory refresh after the reboot failed (%v); the next scheduled refresh updates it\n", err)
 		return done, nil, nil
 	}
-	r, data, err := refreshResult(RefreshData{Facts: f, Inventory: inv}, done.Message)
+	r, data, err := refreshResult(env, RefreshData{Facts: f, Inventory: inv}, done.Message)
 	if err != nil {
 		return done, nil, nil
 	}

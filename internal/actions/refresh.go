@@ -70,6 +70,12 @@ func collectAll(ctx context.Context, ex remote.Executor, out io.Writer) (facts.F
 	if err != nil {
 		return facts.Facts{}, err
 	}
+	return parseFacts(raw, code, out)
+}
+
+// parseFacts parses the collector's output and prints the one-line
+// summary.
+func parseFacts(raw string, code int, out io.Writer) (facts.Facts, error) {
 	if code != 0 {
 		return facts.Facts{}, failf("facts collection exited with code %d", code)
 	}
@@ -90,32 +96,56 @@ func managerFor(fam pkgmgr.Family, detected string) (pkgmgr.Manager, error) {
 }
 
 func listPackages(ctx context.Context, ex remote.Executor, out io.Writer, m pkgmgr.Manager) (pkgmgr.Inventory, error) {
-	inv := pkgmgr.Inventory{Manager: m.Name()}
-	raw, code, err := capture(ctx, ex, out, remote.Command{Cmd: m.ListInstalled(), Timeout: listTimeout})
+	var raw inventoryRaw
+	var err error
+	raw.installed, raw.installedCode, err = capture(ctx, ex, out, remote.Command{Cmd: m.ListInstalled(), Timeout: listTimeout})
 	if err != nil {
-		return inv, err
+		return pkgmgr.Inventory{Manager: m.Name()}, err
 	}
-	if code != 0 {
-		return inv, failf("listing installed packages exited with code %d", code)
+	if raw.installedCode == 0 {
+		raw.upgradable, raw.upgradableCode, err = capture(ctx, ex, out, remote.Command{Cmd: m.ListUpgradable(), Timeout: listTimeout})
+		if err != nil {
+			return pkgmgr.Inventory{Manager: m.Name()}, err
+		}
 	}
-	if inv.Packages, err = m.ParseInstalled([]byte(raw)); err != nil {
+	if h, ok := m.(pkgmgr.HoldLister); ok && raw.installedCode == 0 {
+		raw.held, raw.heldCode, raw.heldErr = capture(ctx, ex, out, remote.Command{Cmd: h.ListHeld(), Timeout: listTimeout})
+	}
+	return parseInventory(m, raw, out)
+}
+
+// inventoryRaw is what the listing commands printed: installed and
+// upgradable packages, and (for managers that hold packages) the held
+// ones, with their exit codes; heldErr is a transport error of the held
+// listing, which costs only the held entries.
+type inventoryRaw struct {
+	installed, upgradable, held             string
+	installedCode, upgradableCode, heldCode int
+	heldErr                                 error
+}
+
+// parseInventory turns the listings into the inventory and prints its
+// summary line.
+func parseInventory(m pkgmgr.Manager, raw inventoryRaw, out io.Writer) (pkgmgr.Inventory, error) {
+	inv := pkgmgr.Inventory{Manager: m.Name()}
+	if raw.installedCode != 0 {
+		return inv, failf("listing installed packages exited with code %d", raw.installedCode)
+	}
+	var err error
+	if inv.Packages, err = m.ParseInstalled([]byte(raw.installed)); err != nil {
 		return inv, failf("installed packages could not be parsed: %v", err)
 	}
-	raw, code, err = capture(ctx, ex, out, remote.Command{Cmd: m.ListUpgradable(), Timeout: listTimeout})
-	if err != nil {
-		return inv, err
-	}
 	// dnf check-update exits 100 when updates exist; parsers judge output.
-	if code != 0 && code != 100 {
-		return inv, failf("listing upgradable packages exited with code %d", code)
+	if raw.upgradableCode != 0 && raw.upgradableCode != 100 {
+		return inv, failf("listing upgradable packages exited with code %d", raw.upgradableCode)
 	}
-	if inv.Upgradable, err = m.ParseUpgradable([]byte(raw)); err != nil {
+	if inv.Upgradable, err = m.ParseUpgradable([]byte(raw.upgradable)); err != nil {
 		return inv, failf("upgradable packages could not be parsed: %v", err)
 	}
 	pkgmgr.FillCurrent(inv.Upgradable, inv.Packages)
 	held := 0
 	if h, ok := m.(pkgmgr.HoldLister); ok {
-		held = listHeld(ctx, ex, out, h, &inv)
+		held = addHeld(h, raw, out, &inv)
 	}
 	sec := 0
 	for _, u := range inv.Upgradable {
@@ -127,17 +157,17 @@ func listPackages(ctx context.Context, ex remote.Executor, out io.Writer, m pkgm
 	return inv, nil
 }
 
-// listHeld adds the held packages with a newer candidate to inv and
-// returns how many. A failure only costs the held entries: it is reported
-// in the output, and the refresh goes on.
-func listHeld(ctx context.Context, ex remote.Executor, out io.Writer, h pkgmgr.HoldLister, inv *pkgmgr.Inventory) int {
-	raw, code, err := capture(ctx, ex, out, remote.Command{Cmd: h.ListHeld(), Timeout: listTimeout})
-	if err == nil && code != 0 {
-		err = fmt.Errorf("exit code %d", code)
+// addHeld adds the held packages with a newer candidate to inv and returns
+// how many. A failure only costs the held entries: it is reported in the
+// output, and the refresh goes on.
+func addHeld(h pkgmgr.HoldLister, raw inventoryRaw, out io.Writer, inv *pkgmgr.Inventory) int {
+	err := raw.heldErr
+	if err == nil && raw.heldCode != 0 {
+		err = fmt.Errorf("exit code %d", raw.heldCode)
 	}
 	var ups []pkgmgr.Upgradable
 	if err == nil {
-		ups, err = h.ParseHeld([]byte(raw))
+		ups, err = h.ParseHeld([]byte(raw.held))
 	}
 	if err != nil {
 		fmt.Fprintf(out, "lcm: held packages could not be listed (%v); they are missing from the outdated list\n", err)
@@ -157,6 +187,11 @@ type RefreshData struct {
 	// it was not read (other jobs, or the listing failed), empty Engines
 	// when the server has neither docker nor podman.
 	Containers *containers.Inventory `json:"containers,omitempty"`
+	// InventoryUnchanged: the packages equal the inventory the control
+	// plane holds (credbox.Credentials.InventoryDigest, repeated in
+	// InventoryDigest); Inventory then carries only the manager.
+	InventoryUnchanged bool   `json:"inventory_unchanged,omitempty"`
+	InventoryDigest    string `json:"inventory_digest,omitempty"`
 }
 
 // EncodeRefresh gzips the data for the job's final state message: 1,500
@@ -241,7 +276,7 @@ func (RefreshJob) RunData(ctx context.Context, env *Env) (Result, []byte, error)
 	if err != nil {
 		return Result{}, nil, err
 	}
-	return refreshResult(RefreshData{Facts: f, Inventory: inv, Containers: refreshContainers(ctx, env.Exec, env.Out)}, "inventory refreshed")
+	return refreshResult(env, RefreshData{Facts: f, Inventory: inv, Containers: refreshContainers(ctx, env.Exec, env.Out)}, "inventory refreshed")
 }
 
 // refreshContainers reads the container inventory for the refresh job.
@@ -268,7 +303,15 @@ func refreshContainers(ctx context.Context, ex remote.Executor, out io.Writer) *
 	return &inv
 }
 
-func refreshResult(d RefreshData, msg string) (Result, []byte, error) {
+// refreshResult encodes d for the control plane. An inventory equal to
+// the one the control plane holds (env's credentials name its digest) is
+// sent as "unchanged": a fleet-wide run does not move every server's
+// package list over the bus and through the ingest again.
+func refreshResult(env *Env, d RefreshData, msg string) (Result, []byte, error) {
+	if want := env.Creds.InventoryDigest; want != "" && d.Inventory.Digest() == want {
+		d.Inventory = pkgmgr.Inventory{Manager: d.Inventory.Manager}
+		d.InventoryUnchanged, d.InventoryDigest = true, want
+	}
 	f := d.Facts
 	data, err := EncodeRefresh(d)
 	if err != nil {
@@ -321,7 +364,7 @@ func refreshAfter(ctx context.Context, env *Env, r Result, actErr error, msg str
 		}
 		return r, nil, err
 	}
-	out, data, err := refreshResult(RefreshData{Facts: f, Inventory: inv}, msg)
+	out, data, err := refreshResult(env, RefreshData{Facts: f, Inventory: inv}, msg)
 	if err != nil {
 		return r, nil, err
 	}

@@ -49,16 +49,25 @@ func (UpgradeSecurity) Run(ctx context.Context, env *Env) (Result, error) {
 }
 
 // RunData implements DataAction: the upgrade, then an inventory refresh
-// ("after every package change the inventory is refreshed"). The job is
-// the upgrade: when it succeeded but the closing refresh fails, the job
-// still succeeds (the output says so) and the inventory catches up with
-// the next refresh.
+// ("after every package change the inventory is refreshed"), in one
+// session (runChange). The job is the upgrade: when it succeeded but the
+// closing refresh fails, the job still succeeds (the output says so) and
+// the inventory catches up with the next refresh.
 func (u UpgradeSecurity) RunData(ctx context.Context, env *Env) (Result, []byte, error) {
-	r, err := u.Run(ctx, env)
-	out, data, rerr := refreshAfter(ctx, env, r, err, "security updates installed")
-	if err == nil && rerr != nil && ctx.Err() == nil {
-		fmt.Fprintf(env.Out, "lcm: inventory refresh failed: %v; the inventory updates with the next refresh\n", rerr)
-		return r, nil, nil
+	const msg = "security updates installed"
+	m, err := jobManager(ctx, env.Exec, pkgmgr.Family(env.Creds.PackageFamily))
+	if err != nil {
+		return refreshAfter(ctx, env, Result{}, err, msg)
 	}
-	return out, data, rerr
+	cmd, err := m.UpgradeSecurity()
+	if err != nil {
+		var ue *pkgmgr.UnsupportedError
+		if errors.As(err, &ue) {
+			return runChange(ctx, env, m, change{}, failf("%s", ue.Answer), msg, true)
+		}
+		return runChange(ctx, env, m, change{}, failf("%v", err), msg, true)
+	}
+	fmt.Fprintf(env.Out, "lcm: security upgrade with %s\n", m.Name())
+	return runChange(ctx, env, m, change{refresh: true, cmd: cmd,
+		failed: func(code int) error { return failf("%s exited with code %d", m.Name(), code) }}, nil, msg, true)
 }

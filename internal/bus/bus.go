@@ -47,6 +47,12 @@ type Bus struct {
 
 	reconnectMu sync.Mutex
 	onReconnect []func()
+
+	// locks is the lock bucket's handle, looked up once: every job takes,
+	// renews and releases its server's lock, and a lookup is a JetStream
+	// API round trip. The handle names the bucket only, so it stays valid
+	// across reconnects.
+	locks atomic.Pointer[Locks]
 }
 
 // EmbeddedServer is what a Bus needs of an in-process NATS server

@@ -27,13 +27,18 @@ func (b *Bus) Locks(ctx context.Context) (*Locks, error) {
 	if err := b.ready(); err != nil {
 		return nil, err
 	}
+	if l := b.locks.Load(); l != nil {
+		return l, nil
+	}
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
 	kv, err := b.JS.KeyValue(ctx, BucketLocks)
 	if err != nil {
 		return nil, unavailable(err)
 	}
-	return &Locks{kv: kv}, nil
+	l := &Locks{kv: kv}
+	b.locks.Store(l)
+	return l, nil
 }
 
 func lockErr(err error) error {

@@ -74,6 +74,17 @@ type Config struct {
 	// them, or a certificate from the operator's CA.
 	TLSCertFile string `json:"tls_cert_file,omitempty"`
 	TLSKeyFile  string `json:"tls_key_file,omitempty"`
+	// MetricsPprof adds Go's profiling endpoints (/debug/pprof/) to the
+	// metrics listener: CPU, heap and goroutine profiles of a running
+	// lcm-api for operators and benchmarks (docs/metrics.md). Off by
+	// default; it changes nothing without metrics_port.
+	MetricsPprof bool `json:"metrics_pprof"`
+	// MemoryLimitMB is lcm-api's soft memory limit (Go's runtime memory
+	// limit): above it the garbage collector works harder instead of
+	// letting the heap grow to twice what is live. 0 means no limit; the
+	// GOMEMLIMIT environment variable, when set, wins. See
+	// docs/configuration.md for sizing.
+	MemoryLimitMB int `json:"memory_limit_mb"`
 
 	// DataDir holds lcm.key, the SQLite DB, version.json, the NATS store.
 	// Relative paths are relative to the config file's directory.
@@ -212,6 +223,11 @@ type UpdatesConfig struct {
 }
 
 // Defaults returns the configuration used for every key not set elsewhere.
+// DefaultMemoryLimitMB is lcm-api's default soft memory limit: a
+// fleet-wide run with the default concurrency stays below it
+// (docs/benchmarks.md, "Fan-out"), and an idle instance is far below.
+const DefaultMemoryLimitMB = 240
+
 func Defaults() Config {
 	return Config{
 		AccessTokenTTLMinutes:    60,
@@ -227,8 +243,9 @@ func Defaults() Config {
 		MCPHost:                  "127.0.0.1",
 		MCPPort:                  9330,
 		MetricsHost:              "127.0.0.1",
+		MemoryLimitMB:            DefaultMemoryLimitMB,
 		DataDir:                  "data",
-		Worker:                   WorkerConfig{Segments: []string{"default"}, Concurrency: 64},
+		Worker:                   WorkerConfig{Segments: []string{"default"}, Concurrency: 1024},
 		Speech:                   SpeechConfig{TTSLanguage: "en-US"},
 		SMTP:                     SMTPConfig{Port: 25, TLS: "none"},
 	}
@@ -407,10 +424,10 @@ func (c *Config) ApplyEnv(getenv func(string) string) error {
 		"LCM_ACCESS_TOKEN_TTL_MINUTES":      &c.AccessTokenTTLMinutes,
 		"LCM_API_KEY_RATE_LIMIT_PER_MINUTE": &c.APIKeyRateLimitPerMinute, "LCM_SMTP_PORT": &c.SMTP.Port,
 		"LCM_STORAGE_HISTORY_DAYS": &c.StorageHistoryDays, "LCM_JOB_HISTORY_DAYS": &c.JobHistoryDays,
-		"LCM_NATS_REPLICAS": &c.NATS.Replicas,
+		"LCM_NATS_REPLICAS": &c.NATS.Replicas, "LCM_MEMORY_LIMIT_MB": &c.MemoryLimitMB,
 	}
 	bools := map[string]*bool{"LCM_TRUST_PROXY_HEADER": &c.TrustProxyHeader, "LCM_ACCESS_LOG": &c.AccessLog,
-		"LCM_WORKER_DISABLED": &c.Worker.Disabled, "LCM_SCANNER_DISABLED": &c.Scanner.Disabled}
+		"LCM_WORKER_DISABLED": &c.Worker.Disabled, "LCM_SCANNER_DISABLED": &c.Scanner.Disabled, "LCM_METRICS_PPROF": &c.MetricsPprof}
 	for k, p := range str {
 		if v := getenv(k); v != "" {
 			*p = v
@@ -543,6 +560,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Worker.Concurrency < 0 {
 		bad("worker.concurrency", "must not be negative")
+	}
+	if c.MemoryLimitMB != 0 && (c.MemoryLimitMB < 64 || c.MemoryLimitMB > 1<<20) {
+		bad("memory_limit_mb", "must be 0 (no limit) or between 64 and 1048576, is %d", c.MemoryLimitMB)
 	}
 	if e := c.Scanner.Engine; e != "" && e != "osv" && e != "trivy" {
 		bad("scanner.engine", `must be "osv" (built-in) or "trivy"`)

@@ -56,6 +56,11 @@ type Credentials struct {
 	// (domain.SudoFull or SudoRestricted): the worker refuses the kinds
 	// restricted mode blocks.
 	SudoMode string `json:"sudo_mode,omitempty"`
+	// InventoryDigest names the package inventory the control plane holds
+	// for the server (pkgmgr's Inventory.Digest): a job whose closing
+	// inventory has the same digest reports it unchanged instead of
+	// sending every package.
+	InventoryDigest string `json:"inventory_digest,omitempty"`
 	// Secrets are a job's own secrets (a Linux user's password hash),
 	// supplied by the area that submitted it (jobs.Service.SecretsFor).
 	Secrets map[string]string `json:"secrets,omitempty"`

@@ -63,7 +63,7 @@ func split(out []byte) (sections, int) {
 	secs := sections{}
 	cur, preamble, n := "", 0, 0
 	sc := bufio.NewScanner(bytes.NewReader(out))
-	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
+	sc.Buffer(make([]byte, 0, 4<<10), 1024*1024) // lines are short; a long one grows it
 	for sc.Scan() && n < maxLines {
 		n++
 		line := strings.TrimRight(sc.Text(), "\r")

@@ -100,7 +100,7 @@ func TestDebianHostLifecycle(t *testing.T) {
 	out.Reset()
 	_, data, err = actions.UpgradeSecurity{}.RunData(ctx, env)
 	if err != nil {
-		t.Fatalf("upgrade-security: %v\n%s", err, out.String())
+		t.Fatalf("upgrade-security: %v\n%q", err, out.String())
 	}
 	if p, u, s := inventory(data); p != 300 || u != 14 || s != 0 || inst.Upgraded() != 6 {
 		t.Fatalf("after security upgrade: %d packages, %d upgradable, %d security, upgraded %d\n%s", p, u, s, inst.Upgraded(), out.String())

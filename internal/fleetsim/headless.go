@@ -54,9 +54,6 @@ func (i *Instance) Exec(ctx context.Context, line string, sudo bool, stdin io.Re
 	n := i.execs.Add(1)
 	req := &Request{Instance: i, Config: &f.cfg, User: "root", Sudo: sudo, Stdin: stdin, Stdout: stdout, Stderr: stderr,
 		Rand: rand.New(rand.NewPCG(uint64(f.cfg.Seed), uint64(n)<<20|uint64(i.Index)))}
-	if f.cfg.OnExec != nil {
-		c, _, _ := normalize(line, sudo)
-		f.cfg.OnExec(i, c)
-	}
+	i.onExec(line, sudo)
 	return i.run(ctx, req, line, sudo)
 }

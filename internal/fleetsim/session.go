@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/lcmproject/lcm/internal/remote/sections"
 	"github.com/lcmproject/lcm/internal/sshexec"
 )
 
@@ -90,10 +91,7 @@ func (i *Instance) exec(ctx context.Context, cancel context.CancelFunc, ch ssh.C
 	} else {
 		req.Stdin = ch
 	}
-	if f.cfg.OnExec != nil {
-		c, _, _ := normalize(cmd, req.Sudo)
-		f.cfg.OnExec(i, c)
-	}
+	i.onExec(cmd, req.Sudo)
 	return i.run(ctx, req, cmd, req.Sudo)
 }
 
@@ -104,6 +102,9 @@ func (i *Instance) exec(ctx context.Context, cancel context.CancelFunc, ch ssh.C
 // list of simple commands joined by &&, || and ; runs one by one with
 // sh's short-circuit rules; else the responder for the command's name.
 func (i *Instance) run(ctx context.Context, base *Request, line string, sudo bool) int {
+	if token, lines, ok := sections.Parse(line); ok {
+		return i.runSections(ctx, base, token, lines, sudo)
+	}
 	// A brace group `{ list; }` runs its list in this shell.
 	if t := strings.TrimSpace(line); strings.HasPrefix(t, "{ ") && strings.HasSuffix(t, "}") {
 		inner := strings.TrimSuffix(strings.TrimSpace(strings.TrimSuffix(t[2:], "}")), ";")
@@ -137,6 +138,49 @@ func (i *Instance) run(ctx context.Context, base *Request, line string, sudo boo
 		return script(ctx, &req)
 	}
 	return t.Lookup(cmd)(ctx, &req)
+}
+
+// onExec reports an arriving command line to Config.OnExec; a sectioned
+// script is reported section by section, as it runs (runSections), so
+// tests see the commands LCM meant.
+func (i *Instance) onExec(line string, sudo bool) {
+	if i.fleet.cfg.OnExec == nil {
+		return
+	}
+	if _, _, ok := sections.Parse(line); ok {
+		return
+	}
+	c, _, _ := normalize(line, sudo)
+	i.fleet.cfg.OnExec(i, c)
+}
+
+// runSections answers LCM's sectioned script (internal/remote/sections)
+// the way sh runs it: per section the begin marker, the section's command
+// as its own command line (stderr into stdout where it merges them), the
+// end marker with the exit code; after a failed gate the dependent
+// sections are skipped.
+func (i *Instance) runSections(ctx context.Context, base *Request, token string, lines []sections.Line, sudo bool) int {
+	stopped := false
+	for _, l := range lines {
+		if stopped && strings.Contains(l.Flags, sections.Depends) {
+			continue
+		}
+		if ctx.Err() != nil {
+			return 137
+		}
+		_, _ = io.WriteString(base.Stdout, sections.BeginMarker(token, l.Name))
+		req := *base
+		if strings.Contains(l.Flags, sections.Merge) {
+			req.Stderr = req.Stdout
+		}
+		i.onExec(l.Cmd, sudo)
+		code := i.run(ctx, &req, l.Cmd, sudo)
+		_, _ = io.WriteString(base.Stdout, sections.EndMarker(token, l.Name, code))
+		if code != 0 && strings.Contains(l.Flags, sections.Gate) {
+			stopped = true
+		}
+	}
+	return 0
 }
 
 // runList runs a list's parts with sh's short-circuit rules.

@@ -92,6 +92,10 @@ type Refresh struct {
 	ServerID  string
 	Facts     facts.Facts
 	Inventory pkgmgr.Inventory
+	// Unchanged: the worker found the packages equal to the stored ones,
+	// named by Digest (Inventory is then empty).
+	Unchanged bool
+	Digest    string
 }
 
 // Ingest stores the result of a refresh: facts, the package inventory
@@ -169,6 +173,11 @@ func ingestOf(r Refresh, at time.Time, vols []string) (store.InventoryIngest, er
 	rec := store.FactsRecord{ServerID: r.ServerID, FactsJSON: fj, PackageManager: manager, Packages: len(inv.Packages),
 		Updates: len(inv.Upgradable), SecurityUpdates: sec, RebootRequired: f.Reboot.Required,
 		RootUsedPercent: RootUsedPercent(f), CollectedAt: at}
+	if r.Unchanged {
+		rec.InventoryDigest = r.Digest
+		return store.InventoryIngest{Facts: rec, Unchanged: true, Storage: storageSamples(f.Filesystems, vols, at)}, nil
+	}
+	rec.InventoryDigest = inv.Digest()
 	in := store.InventoryIngest{Facts: rec, Packages: make([]store.PackageRecord, len(inv.Packages)),
 		Outdated: make([]store.OutdatedRecord, len(inv.Upgradable)), Storage: storageSamples(f.Filesystems, vols, at)}
 	for i, p := range inv.Packages {

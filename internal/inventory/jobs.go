@@ -71,7 +71,8 @@ func (s *Service) IngestJobs(ctx context.Context, jobs []domain.Job) []error {
 					case g.errs[k] != nil:
 						errs[i] = g.errs[k]
 					default:
-						rs = append(rs, Refresh{ServerID: jobs[i].ServerID, Facts: d.Facts, Inventory: d.Inventory})
+						rs = append(rs, Refresh{ServerID: jobs[i].ServerID, Facts: d.Facts, Inventory: d.Inventory,
+							Unchanged: d.InventoryUnchanged, Digest: d.InventoryDigest})
 						idx = append(idx, i)
 						if d.Containers != nil {
 							cs = append(cs, containers.Collected{ServerID: jobs[i].ServerID, JobID: jobs[i].ID, At: finishedAt(jobs[i]), Inventory: *d.Containers})

@@ -42,7 +42,9 @@ func BenchmarkDispatchLatency(b *testing.B) {
 		arrived = make(chan time.Time, 1)
 	)
 	table := fleetsim.DefaultTable()
-	table.HandleFunc(func(cmd string) bool { return strings.Contains(cmd, "apt-get") }, func(ctx context.Context, r *fleetsim.Request) int {
+	// The security upgrade itself (not the list refresh before it, not the
+	// listings after it).
+	table.HandleFunc(func(cmd string) bool { return strings.Contains(cmd, "install --only-upgrade") }, func(ctx context.Context, r *fleetsim.Request) int {
 		_, _ = io.WriteString(r.Stdout, "ok\n")
 		return 0
 	})
@@ -146,7 +148,9 @@ func BenchmarkOutput50MiB(b *testing.B) {
 	const size = 50 << 20
 	block := strings.Repeat("Unpacking libsim (1.0) over (0.9) ...\n", 1<<10)
 	table := fleetsim.DefaultTable()
-	table.HandleFunc(func(cmd string) bool { return strings.Contains(cmd, "apt-get") }, func(ctx context.Context, r *fleetsim.Request) int {
+	// The security upgrade itself (not the list refresh before it, not the
+	// listings after it).
+	table.HandleFunc(func(cmd string) bool { return strings.Contains(cmd, "install --only-upgrade") }, func(ctx context.Context, r *fleetsim.Request) int {
 		for written := 0; written < size; written += len(block) {
 			_, _ = io.WriteString(r.Stdout, block[:min(len(block), size-written)])
 		}
@@ -212,7 +216,9 @@ func BenchmarkOutput50MiB(b *testing.B) {
 func BenchmarkStreamFirstChunk(b *testing.B) {
 	var gate = make(chan chan time.Time, 1)
 	table := fleetsim.DefaultTable()
-	table.HandleFunc(func(cmd string) bool { return strings.Contains(cmd, "apt-get") }, func(ctx context.Context, r *fleetsim.Request) int {
+	// The security upgrade itself (not the list refresh before it, not the
+	// listings after it).
+	table.HandleFunc(func(cmd string) bool { return strings.Contains(cmd, "install --only-upgrade") }, func(ctx context.Context, r *fleetsim.Request) int {
 		reply := <-gate
 		reply <- time.Now()
 		_, _ = io.WriteString(r.Stdout, "FIRST\n")

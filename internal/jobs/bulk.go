@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 
 	"github.com/google/uuid"
 
@@ -19,6 +21,11 @@ import (
 // transactions, small enough that the first jobs start while the rest are
 // still being written, and that a batch's locks are held briefly.
 const BulkBatchSize = 100
+
+// lockParallel is how many server locks a bulk batch takes at once: each
+// is one to three round trips to the bus, which a batch would otherwise
+// wait for one after the other.
+const lockParallel = 32
 
 // BulkJob is one server's job in a bulk submit.
 type BulkJob struct {
@@ -83,10 +90,11 @@ func (s *Service) submitBulkBatch(ctx context.Context, locks *bus.Locks, run dom
 		it := domain.BulkItem{ServerID: t.ID, ServerName: t.Name, Refused: code, Reason: reason}
 		items, refused = append(items, it), append(refused, it)
 	}
-	// Locks: one KV create per server; a held lock goes the single-job way,
+	// Locks: one KV create per server, lockParallel at a time (each is a
+	// round trip or three to the bus); a held lock goes the single-job way,
 	// which tells a stale lock from a busy server.
-	held := make([]domain.Job, 0, len(batch))
-	for _, b := range batch {
+	cand := make([]domain.Job, len(batch))
+	for i, b := range batch {
 		var raw []byte
 		if b.Params != nil {
 			var err error
@@ -94,15 +102,30 @@ func (s *Service) submitBulkBatch(ctx context.Context, locks *bus.Locks, run dom
 				return items, fmt.Errorf("jobs: params: %w", err)
 			}
 		}
-		job := domain.Job{ID: uuid.NewString(), Kind: b.Kind, ServerID: b.Target.ID, ServerName: b.Target.Name,
+		cand[i] = domain.Job{ID: uuid.NewString(), Kind: b.Kind, ServerID: b.Target.ID, ServerName: b.Target.Name,
 			Segment: b.Target.Segment, Status: domain.JobPending, CreatedBy: run.CreatedBy, CreatedAt: s.now(), Params: raw}
-		val, _ := json.Marshal(LockValue{JobID: job.ID, At: s.now()})
-		_, err := locks.Create(ctx, job.ServerID, val)
-		if errors.Is(err, bus.ErrLockHeld) {
-			err = s.acquireLock(ctx, job) // tells a stale lock from a busy server
-		}
+	}
+	lockErrs := make([]error, len(cand))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(lockParallel, len(cand)) {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < len(cand); i = int(next.Add(1) - 1) {
+				job := cand[i]
+				val, _ := json.Marshal(LockValue{JobID: job.ID, At: s.now()})
+				_, err := locks.Create(ctx, job.ServerID, val)
+				if errors.Is(err, bus.ErrLockHeld) {
+					err = s.acquireLock(ctx, job) // tells a stale lock from a busy server
+				}
+				lockErrs[i] = err
+			}
+		})
+	}
+	wg.Wait()
+	held := make([]domain.Job, 0, len(batch))
+	for i, b := range batch {
 		var busy *BusyError
-		switch {
+		switch err := lockErrs[i]; {
 		case errors.As(err, &busy):
 			refuse(b.Target, "server_busy", busy.Error())
 			continue
@@ -110,7 +133,7 @@ func (s *Service) submitBulkBatch(ctx context.Context, locks *bus.Locks, run dom
 			refuse(b.Target, "bus_unavailable", "the job bus (NATS) did not answer; no job was started on this server")
 			continue
 		}
-		held = append(held, job)
+		held = append(held, cand[i])
 	}
 	// A job row without a lock (a lock that expired) still means busy.
 	ids := make([]string, len(held))
@@ -190,11 +213,19 @@ func (s *Service) submitBulkBatch(ctx context.Context, locks *bus.Locks, run dom
 	return items, nil
 }
 
+// releaseLocks frees the jobs' server locks, lockParallel at a time.
 func (s *Service) releaseLocks(ctx context.Context, jobs []domain.Job) {
 	bg := context.WithoutCancel(ctx)
-	for _, j := range jobs {
-		s.releaseLock(bg, j.ServerID, j.ID)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(lockParallel, len(jobs)) {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < len(jobs); i = int(next.Add(1) - 1) {
+				s.releaseLock(bg, jobs[i].ServerID, jobs[i].ID)
+			}
+		})
 	}
+	wg.Wait()
 }
 
 // GetBulk returns a bulk run visible to p: its creator or an admin, with

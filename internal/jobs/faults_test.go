@@ -279,3 +279,22 @@ func TestNATSDownAnswers503AndLosesNothing(t *testing.T) {
 		t.Fatalf("submit after recovery: %v", err)
 	}
 }
+
+// TestHeartbeatsKeepALongJobAlive: a job running four times the reaper's
+// heartbeat timeout succeeds, because the worker's heartbeat loop keeps
+// reporting it; a worker that stopped beating is what the reaper fails.
+func TestHeartbeatsKeepALongJobAlive(t *testing.T) {
+	f := startSim(t, 1, 2*time.Second, "done\n")
+	p := plane.Start(t, plane.Options{HeartbeatTimeout: 500 * time.Millisecond, ReapInterval: 100 * time.Millisecond,
+		HeartbeatInterval: 100 * time.Millisecond})
+	srv := simServer(t, p, f.Instances[0])
+	ctx := context.Background()
+	j, err := p.Fleet.UpgradeSecurity(ctx, p.Admin, srv.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := p.WaitJob(t, j.ID, 30*time.Second)
+	if got.Status != domain.JobSuccess {
+		t.Fatalf("a long job with heartbeats ended %s: %s", got.Status, got.Error)
+	}
+}

@@ -84,10 +84,6 @@ type Service struct {
 	hooks map[domain.JobKind][]finishHook
 	// secrets supply a job kind's own secrets with its credentials.
 	secrets map[domain.JobKind]SecretsFunc
-	// credsMu serialises credential requests for the same job (striped by
-	// job id, see answerCreds); it may take mu's read lock briefly (the
-	// secrets map), mu is never held while taking it.
-	credsMu [credsStripes]sync.Mutex
 	// simulator, when set, runs demo servers' jobs in-process (SetSimulator).
 	simulator atomic.Pointer[Simulator]
 	// SimulatedDelay is the pause between a simulated job's output chunks.
@@ -425,16 +421,18 @@ func (s *Service) completeMany(ctx context.Context, fs []final) ([]completed, er
 	if err != nil {
 		return nil, err
 	}
+	var release []domain.Job
 	for k, r := range res {
 		i := idx[k]
 		out[i] = completed{job: r.Job, changed: r.Changed, err: r.Err}
 		if r.Err != nil || !r.Changed {
 			continue
 		}
-		s.releaseLock(ctx, r.Job.ServerID, r.Job.ID)
+		release = append(release, r.Job)
 		observeFinished(r.Job)
 		s.log.Info("job finished", "job_id", r.Job.ID, "job_name", r.Job.Kind, "server_id", r.Job.ServerID, "status", r.Job.Status, "error", r.Job.Error)
 	}
+	s.releaseLocks(ctx, release)
 	return out, nil
 }
 

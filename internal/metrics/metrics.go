@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -152,11 +153,23 @@ func Handler() http.Handler {
 	return promhttp.HandlerFor(Registry, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
 }
 
+// ServeOption changes what Serve serves.
+type ServeOption func(*serveOptions)
+
+type serveOptions struct{ pprof bool }
+
+// WithPprof adds Go's profiling endpoints (/debug/pprof/) to the listener.
+func WithPprof(on bool) ServeOption { return func(o *serveOptions) { o.pprof = on } }
+
 // Serve listens on addr and serves /metrics until ctx ends; "" means
 // off. When health is not nil it also serves /healthz: 200 "ok" while
 // health returns nil, 503 with the reason otherwise (what a container
 // health check or a load balancer asks). It returns the bound address.
-func Serve(ctx context.Context, addr string, log *slog.Logger, health func() error) (string, error) {
+func Serve(ctx context.Context, addr string, log *slog.Logger, health func() error, opts ...ServeOption) (string, error) {
+	var o serveOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	if addr == "" {
 		return "", nil
 	}
@@ -177,6 +190,13 @@ func Serve(ctx context.Context, addr string, log *slog.Logger, health func() err
 			}
 			_, _ = io.WriteString(w, "ok\n")
 		})
+	}
+	if o.pprof {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second}
 	go func() {

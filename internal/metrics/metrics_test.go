@@ -226,3 +226,29 @@ func TestDashboardUsesRealMetrics(t *testing.T) {
 		t.Fatalf("only %d series in the dashboard", n)
 	}
 }
+
+// TestServePprofOnlyWhenAsked: the profiling endpoints answer on the
+// metrics listener with WithPprof(true) and are 404 without it.
+func TestServePprofOnlyWhenAsked(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for _, on := range []bool{false, true} {
+		addr, err := Serve(ctx, "127.0.0.1:0", nil, nil, WithPprof(on))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := http.Get("http://" + addr + "/debug/pprof/goroutine?debug=1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		want := http.StatusNotFound
+		if on {
+			want = http.StatusOK
+		}
+		if res.StatusCode != want || on && !strings.Contains(string(body), "goroutine profile") {
+			t.Fatalf("pprof %v: %d %.80q", on, res.StatusCode, body)
+		}
+	}
+}

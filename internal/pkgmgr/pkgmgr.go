@@ -185,8 +185,20 @@ func noSecurityChannel(f Family, answer string) error {
 // FillCurrent sets Upgradable.Current from the installed inventory where the
 // upgradable listing (dnf check-update, zypper without edition-old) lacks it.
 func FillCurrent(up []Upgradable, installed []Package) {
-	idx := make(map[string]string, len(installed))
+	need := map[string]bool{}
+	for _, u := range up {
+		if u.Current == "" {
+			need[u.Name] = true
+		}
+	}
+	if len(need) == 0 {
+		return // the listing told every current version (apt's simulation does)
+	}
+	idx := make(map[string]string, 2*len(need))
 	for _, p := range installed {
+		if !need[p.Name] {
+			continue
+		}
 		idx[p.Name+"\x00"+p.Arch] = p.Version
 		if _, ok := idx[p.Name]; !ok {
 			idx[p.Name] = p.Version

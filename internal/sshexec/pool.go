@@ -28,6 +28,12 @@ const (
 	// for the follow-up commands of one job and the next scan to reuse it,
 	// short enough not to hold sshd processes on a thousand hosts for hours.
 	DefaultIdleTimeout = 90 * time.Second
+	// DefaultMaxDials bounds dials and handshakes in flight, apart from the
+	// running sessions: a fleet-wide run starting a thousand jobs on a cold
+	// pool would otherwise start a thousand key exchanges at once, each
+	// slower for the crowd (and nearer its handshake deadline), while
+	// sessions on open connections wait behind them for the CPU.
+	DefaultMaxDials = 64
 )
 
 // PoolConfig bounds a Pool; zero fields take the defaults.
@@ -36,6 +42,11 @@ type PoolConfig struct {
 	MaxConnsPerServer  int
 	MaxSessionsPerConn int
 	IdleTimeout        time.Duration
+	MaxDials           int
+	// OnDrained, when set, runs (in the sweeper) each time the idle
+	// sweep closes the last open connection: a process can return the
+	// memory a fleet-wide run used to the system then.
+	OnDrained func()
 }
 
 // Pool keeps SSH connections per server and credential version and
@@ -53,9 +64,10 @@ type Pool struct {
 	wake    chan struct{} // closed and replaced when capacity frees
 	closed  bool
 
-	stop chan struct{}
-	done chan struct{}
-	dial func(context.Context, Target) (*Client, error)
+	stop  chan struct{}
+	done  chan struct{}
+	dial  func(context.Context, Target) (*Client, error)
+	dials chan struct{} // MaxDials slots for dials and handshakes
 }
 
 type serverConns struct {
@@ -85,6 +97,9 @@ func NewPool(cfg PoolConfig) *Pool {
 	if cfg.IdleTimeout <= 0 {
 		cfg.IdleTimeout = DefaultIdleTimeout
 	}
+	if cfg.MaxDials <= 0 {
+		cfg.MaxDials = DefaultMaxDials
+	}
 	p := &Pool{
 		cfg:     cfg,
 		servers: make(map[string]*serverConns),
@@ -92,6 +107,7 @@ func NewPool(cfg PoolConfig) *Pool {
 		stop:    make(chan struct{}),
 		done:    make(chan struct{}),
 		dial:    Dial,
+		dials:   make(chan struct{}, cfg.MaxDials),
 	}
 	safe.Go("ssh pool sweep", p.sweep)
 	return p
@@ -219,7 +235,15 @@ func (p *Pool) acquire(ctx context.Context, id string, t Target) (*pooledConn, e
 }
 
 func (p *Pool) dialNew(ctx context.Context, id string, sc *serverConns, t Target) (*pooledConn, error) {
-	c, err := p.dial(ctx, t)
+	var c *Client
+	var err error
+	select {
+	case p.dials <- struct{}{}:
+		c, err = p.dial(ctx, t)
+		<-p.dials
+	case <-ctx.Done():
+		err = classifyCancel(ctx, ctx, t.Addr)
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	sc.dialing--
@@ -313,8 +337,9 @@ func (p *Pool) broadcastLocked() {
 // sweep closes idle and broken connections periodically; owned by the Pool.
 func (p *Pool) sweep() {
 	defer close(p.done)
-	// Half the idle timeout: a connection lives at most 1.5× IdleTimeout.
-	tick := time.NewTicker(p.cfg.IdleTimeout / 2)
+	// A sixth of the idle timeout: an idle connection lives at most
+	// 7/6 × IdleTimeout, and a drained pool is noticed soon after.
+	tick := time.NewTicker(p.cfg.IdleTimeout / 6)
 	defer tick.Stop()
 	for {
 		select {
@@ -329,8 +354,12 @@ func (p *Pool) sweep() {
 					delete(p.servers, id) // acquire re-creates it
 				}
 			}
+			drained := len(toClose) > 0 && p.total == 0
 			p.mu.Unlock()
 			closeAll(toClose)
+			if drained && p.cfg.OnDrained != nil {
+				p.cfg.OnDrained()
+			}
 		}
 	}
 }

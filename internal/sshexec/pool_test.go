@@ -2,8 +2,10 @@ package sshexec_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/lcmproject/lcm/internal/fleetsim"
 	"github.com/lcmproject/lcm/internal/remote"
@@ -93,5 +95,66 @@ func TestPoolCredentialVersion(t *testing.T) {
 	p.Evict("srv-1")
 	if s := p.Stats(); s.Conns != 0 {
 		t.Fatalf("after evict: %+v", s)
+	}
+}
+
+// TestPoolBoundsDialsApartFromSessions: with MaxDials 3, twenty servers
+// dialed at once never have more than three dials in flight, and every
+// command still runs.
+func TestPoolBoundsDialsApartFromSessions(t *testing.T) {
+	f := startFleet(t, fleetsim.Config{N: 20})
+	p := sshexec.NewPool(sshexec.PoolConfig{MaxDials: 3})
+	defer p.Close()
+	var mu sync.Mutex
+	most := 0
+	sshexec.SlowDials(p, 30*time.Millisecond, func(n int) {
+		mu.Lock()
+		most = max(most, n)
+		mu.Unlock()
+	})
+	var wg sync.WaitGroup
+	errs := make(chan error, len(f.Instances))
+	for i, inst := range f.Instances {
+		wg.Go(func() {
+			_, err := p.Executor(fmt.Sprintf("srv-%d", i), simTarget(inst)).Run(context.Background(), remote.Command{Cmd: "true"})
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if most > 3 || most == 0 {
+		t.Fatalf("%d dials in flight at most, want 1..3", most)
+	}
+}
+
+// TestPoolReportsDrained: once the idle sweep closes the last connection,
+// OnDrained runs (once per drain).
+func TestPoolReportsDrained(t *testing.T) {
+	f := startFleet(t, fleetsim.Config{N: 2})
+	drained := make(chan struct{}, 4)
+	p := sshexec.NewPool(sshexec.PoolConfig{IdleTimeout: 300 * time.Millisecond, OnDrained: func() { drained <- struct{}{} }})
+	defer p.Close()
+	for i, inst := range f.Instances {
+		if _, err := p.Executor(fmt.Sprintf("srv-%d", i), simTarget(inst)).Run(context.Background(), remote.Command{Cmd: "true"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case <-drained:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("no drain reported; pool %+v", p.Stats())
+	}
+	if s := p.Stats(); s.Conns != 0 {
+		t.Fatalf("drained with %d connections open", s.Conns)
+	}
+	select {
+	case <-drained:
+		t.Fatal("a drained pool reported again without new connections")
+	case <-time.After(500 * time.Millisecond):
 	}
 }

@@ -56,14 +56,32 @@ func (c *Client) run(ctx context.Context, cmd remote.Command) (res remote.Result
 		idle = time.AfterFunc(cmd.IdleTimeout, func() { cancel(errIdleTimeout) })
 		defer idle.Stop()
 	}
-	sess.Stdout = &activityWriter{w: orDiscard(cmd.Stdout), idle: idle, d: cmd.IdleTimeout}
-	sess.Stderr = &activityWriter{w: orDiscard(cmd.Stderr), idle: idle, d: cmd.IdleTimeout}
+	// The output is copied with pooled 8 KiB buffers: x/crypto's own
+	// copiers (Session.Stdout/Stderr) take 32 KiB each per session, which
+	// a thousand jobs in flight hold as 64 MiB.
+	outR, err := sess.StdoutPipe()
+	if err != nil {
+		return res, false, remote.Errorf(remote.ErrUnreachable, "session", c.addr, err)
+	}
+	errR, err := sess.StderrPipe()
+	if err != nil {
+		return res, false, remote.Errorf(remote.ErrUnreachable, "session", c.addr, err)
+	}
 	stdin, err := sess.StdinPipe()
 	if err != nil {
 		return res, false, remote.Errorf(remote.ErrUnreachable, "session", c.addr, err)
 	}
 	if err := sess.Start(wrapCommand(cmd.Cmd, cmd.Sudo, cmd.Stdin != nil)); err != nil {
 		return res, false, remote.Errorf(remote.ErrUnreachable, "exec", c.addr, err)
+	}
+	var copies sync.WaitGroup
+	for _, p := range []struct {
+		w io.Writer
+		r io.Reader
+	}{{cmd.Stdout, outR}, {cmd.Stderr, errR}} {
+		copies.Go(func() {
+			pooledCopy(&activityWriter{w: orDiscard(p.w), idle: idle, d: cmd.IdleTimeout}, p.r)
+		})
 	}
 	// x/crypto's channel does not allow CloseWrite concurrently with Write,
 	// so stdin writes and the abort's CloseWrite share a mutex.
@@ -72,7 +90,11 @@ func (c *Client) run(ctx context.Context, cmd remote.Command) (res remote.Result
 		go func() { _ = writeFrames(in, cmd.Stdin) }()
 	}
 	done := make(chan error, 1)
-	go func() { done <- sess.Wait() }()
+	go func() {
+		err := sess.Wait()
+		copies.Wait() // the output ends with the channel's EOF
+		done <- err
+	}()
 
 	select {
 	case werr := <-done:
@@ -135,6 +157,26 @@ var signalNumbers = map[string]int{
 	"HUP": 1, "INT": 2, "QUIT": 3, "ILL": 4, "ABRT": 6, "FPE": 8, "KILL": 9,
 	"USR1": 10, "SEGV": 11, "USR2": 12, "PIPE": 13, "ALRM": 14, "TERM": 15,
 }
+
+// copyBuffers are the output copy buffers (pooledCopy).
+var copyBuffers = sync.Pool{New: func() any { b := make([]byte, 8<<10); return &b }}
+
+// pooledCopy copies r to w until EOF with a pooled buffer. A write error
+// (a writer that gave up) drains the rest, so the channel never stalls.
+func pooledCopy(w io.Writer, r io.Reader) {
+	buf := copyBuffers.Get().(*[]byte)
+	defer copyBuffers.Put(buf)
+	if _, err := io.CopyBuffer(writerOnly{w}, readerOnly{r}, *buf); err != nil {
+		_, _ = io.CopyBuffer(io.Discard, readerOnly{r}, *buf)
+	}
+}
+
+// writerOnly and readerOnly hide ReadFrom and WriteTo, so io.CopyBuffer
+// uses the pooled buffer instead of allocating its own.
+type (
+	writerOnly struct{ io.Writer }
+	readerOnly struct{ io.Reader }
+)
 
 func orDiscard(w io.Writer) io.Writer {
 	if w == nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/lcmproject/lcm/internal/testutil"
 )
@@ -112,6 +113,62 @@ func TestMigrateServerCounters(t *testing.T) {
 			}
 			if srv, err = s.GetServer(ctx, SystemScope, never); err != nil || srv.UpdatesAvail != 0 || srv.SecurityAvail != 0 || srv.RebootRequired {
 				t.Fatalf("never refreshed, after 007: %+v %v", srv, err)
+			}
+		})
+	}
+}
+
+// TestUnchangedInventoryKeepsPackages: a refresh that found the packages
+// equal to the stored ones (named by their digest) updates the facts and
+// keeps the packages, outdated rows and counters; one naming another
+// digest keeps them too but clears the digest, so the next refresh sends
+// everything.
+func TestUnchangedInventoryKeepsPackages(t *testing.T) {
+	for _, db := range testutil.Databases(t) {
+		t.Run(db.Name, func(t *testing.T) {
+			ctx := context.Background()
+			s, _ := openTest(t, db)
+			id := addTestServer(t, s, "steady")
+			full := testInventory(id, 20, "1.0")
+			full.Facts.InventoryDigest = "digest-1"
+			if _, err := s.IngestInventory(ctx, full); err != nil {
+				t.Fatal(err)
+			}
+			before := readInventory(t, s, id)
+			if before.Facts.InventoryDigest != "digest-1" {
+				t.Fatalf("digest stored: %q", before.Facts.InventoryDigest)
+			}
+			if d, err := s.InventoryDigests(ctx, []string{id, "unknown"}); err != nil || len(d) != 1 || d[id] != "digest-1" {
+				t.Fatalf("digests: %v %v", d, err)
+			}
+			unchanged := InventoryIngest{Unchanged: true, Facts: FactsRecord{ServerID: id, FactsJSON: []byte(`{"hostname":"h2"}`),
+				PackageManager: "apt", RebootRequired: true, RootUsedPercent: 50, CollectedAt: full.Facts.CollectedAt.Add(time.Hour),
+				InventoryDigest: "digest-1"}}
+			st, err := s.IngestInventory(ctx, unchanged)
+			if err != nil {
+				t.Fatal(err)
+			}
+			after := readInventory(t, s, id)
+			if st.Inserted != 0 || st.Deleted != 0 || st.Unchanged != len(before.Packages) {
+				t.Errorf("stats %+v", st)
+			}
+			if !slices.Equal(after.Packages, before.Packages) || !slices.Equal(after.Outdated, before.Outdated) {
+				t.Fatal("an unchanged refresh changed the packages")
+			}
+			if after.Facts.Packages != before.Facts.Packages || after.Facts.Updates != 2 || after.Facts.SecurityUpdates != 1 ||
+				!after.Facts.RebootRequired || string(after.Facts.FactsJSON) != `{"hostname":"h2"}` || after.Facts.InventoryDigest != "digest-1" {
+				t.Fatalf("facts after an unchanged refresh: %+v", after.Facts)
+			}
+			if srv, _ := s.GetServer(ctx, SystemScope, id); srv.UpdatesAvail != 2 || srv.SecurityAvail != 1 || !srv.RebootRequired {
+				t.Fatalf("counters: %d/%d/%v", srv.UpdatesAvail, srv.SecurityAvail, srv.RebootRequired)
+			}
+			unchanged.Facts.InventoryDigest = "digest-other"
+			if _, err := s.IngestInventory(ctx, unchanged); err != nil {
+				t.Fatal(err)
+			}
+			again := readInventory(t, s, id)
+			if again.Facts.InventoryDigest != "" || !slices.Equal(again.Packages, before.Packages) {
+				t.Fatalf("a mismatching digest: %q, packages kept %v", again.Facts.InventoryDigest, slices.Equal(again.Packages, before.Packages))
 			}
 		})
 	}

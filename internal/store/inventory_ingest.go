@@ -31,6 +31,11 @@ type InventoryIngest struct {
 	// Storage are the server's storage samples of this refresh (the
 	// caller picks the mounts).
 	Storage []StorageSample
+	// Unchanged: the worker found the server's packages and outdated
+	// packages equal to the stored ones (Facts.InventoryDigest names them):
+	// Packages and Outdated are empty and the stored ones, with their
+	// counters, are kept.
+	Unchanged bool
 }
 
 // IngestStats says what an ingest changed.
@@ -174,14 +179,20 @@ func (s *Store) ingestTx(ctx context.Context, cache *packageCatalog, ins []Inven
 	for _, c := range present {
 		stored[c.ID] = c
 	}
-	var todo []InventoryIngest
+	var todo, changed []InventoryIngest
 	for i, in := range ins {
 		out[i] = IngestResult{}
-		if _, ok := stored[in.Facts.ServerID]; !ok {
+		c, ok := stored[in.Facts.ServerID]
+		if !ok {
 			out[i].Err = domain.NotFound("server")
 			continue
 		}
-		in.Facts.Updates, in.Facts.SecurityUpdates = outdatedCounts(in.Outdated)
+		if in.Unchanged {
+			in.Facts.Updates, in.Facts.SecurityUpdates = c.UpdatesAvail, c.SecurityAvail
+		} else {
+			in.Facts.Updates, in.Facts.SecurityUpdates = outdatedCounts(in.Outdated)
+			changed = append(changed, in)
+		}
 		todo = append(todo, in)
 	}
 	if len(todo) == 0 {
@@ -190,20 +201,29 @@ func (s *Store) ingestTx(ctx context.Context, cache *packageCatalog, ins []Inven
 	if err := s.storeCounters(ctx, todo, stored); err != nil {
 		return nil, err
 	}
-	if err := s.storeFacts(ctx, todo); err != nil {
-		return nil, err
-	}
-	stats, fresh, err := s.storePackages(ctx, cache, todo, cp)
+	unchanged, err := s.storeFacts(ctx, todo)
 	if err != nil {
 		return nil, err
 	}
-	for i, in := range ins {
-		if out[i].Err == nil {
-			out[i].Stats = stats[in.Facts.ServerID]
+	var stats map[string]IngestStats
+	var fresh map[PackageRecord]int32
+	if len(changed) > 0 {
+		if stats, fresh, err = s.storePackages(ctx, cache, changed, cp); err != nil {
+			return nil, err
+		}
+		if err := s.storeOutdated(ctx, changed); err != nil {
+			return nil, err
 		}
 	}
-	if err := s.storeOutdated(ctx, todo); err != nil {
-		return nil, err
+	for i, in := range ins {
+		if out[i].Err != nil {
+			continue
+		}
+		if st, ok := stats[in.Facts.ServerID]; ok {
+			out[i].Stats = st
+		} else {
+			out[i].Stats = IngestStats{Unchanged: unchanged[in.Facts.ServerID]}
+		}
 	}
 	var samples []storageSampleRow
 	for _, in := range todo {
@@ -267,17 +287,23 @@ func (s *Store) storeCounters(ctx context.Context, ins []InventoryIngest, stored
 	return nil
 }
 
-// storeFacts upserts the facts rows of ins.
-func (s *Store) storeFacts(ctx context.Context, ins []InventoryIngest) error {
+// storeFacts upserts the facts rows of ins. An unchanged inventory keeps
+// the stored package count; it returns those counts by server. When the
+// stored digest is not the one an unchanged refresh names (an inventory
+// stored between the job's start and its end, which one job per server at
+// a time rules out), the digest is cleared so the next refresh sends every
+// package.
+func (s *Store) storeFacts(ctx context.Context, ins []InventoryIngest) (map[string]int, error) {
 	db := s.conn(ctx)
 	ids := make([]string, len(ins))
 	for i, in := range ins {
 		ids[i] = in.Facts.ServerID
 	}
 	var prev []serverFactsRow
-	if err := db.Select("server_id", "security_since").Where("server_id IN ?", ids).Find(&prev).Error; err != nil {
-		return mapErr(err, "server facts")
+	if err := db.Select("server_id", "security_since", "packages", "inventory_digest").Where("server_id IN ?", ids).Find(&prev).Error; err != nil {
+		return nil, mapErr(err, "server facts")
 	}
+	kept := map[string]int{}
 	since := make(map[string]*serverFactsRow, len(prev))
 	for i := range prev {
 		since[prev[i].ServerID] = &prev[i]
@@ -285,6 +311,17 @@ func (s *Store) storeFacts(ctx context.Context, ins []InventoryIngest) error {
 	rows := make([]serverFactsRow, len(ins))
 	for i, in := range ins {
 		f := in.Facts
+		if p := since[f.ServerID]; in.Unchanged {
+			switch {
+			case p == nil || p.InventoryDigest != f.InventoryDigest:
+				s.log.Warn("inventory ingest: an unchanged inventory does not name the stored one; the next refresh sends every package",
+					"server_id", f.ServerID)
+				f.InventoryDigest = ""
+			default:
+				f.Packages = p.Packages
+			}
+			kept[f.ServerID] = f.Packages
+		}
 		switch p := since[f.ServerID]; {
 		case f.SecurityUpdates == 0:
 			f.SecuritySince = nil
@@ -296,12 +333,30 @@ func (s *Store) storeFacts(ctx context.Context, ins []InventoryIngest) error {
 		}
 		rows[i] = serverFactsRow{ServerID: f.ServerID, Facts: string(f.FactsJSON), PackageManager: f.PackageManager,
 			Packages: f.Packages, Updates: f.Updates, SecurityUpdates: f.SecurityUpdates, RebootRequired: f.RebootRequired,
-			RootUsedPercent: f.RootUsedPercent, CollectedAt: f.CollectedAt, SecuritySince: f.SecuritySince}
+			RootUsedPercent: f.RootUsedPercent, CollectedAt: f.CollectedAt, SecuritySince: f.SecuritySince,
+			InventoryDigest: f.InventoryDigest}
 	}
 	// Key order: lock order on PostgreSQL, as in SaveStatuses.
 	slices.SortFunc(rows, func(a, b serverFactsRow) int { return strings.Compare(a.ServerID, b.ServerID) })
-	return mapErr(db.Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "server_id"}}, UpdateAll: true}).
+	return kept, mapErr(db.Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "server_id"}}, UpdateAll: true}).
 		Omit("Server").Create(&rows).Error, "server facts")
+}
+
+// InventoryDigests returns the stored inventory digest of each server that
+// has one (a job hands it to the worker).
+func (s *Store) InventoryDigests(ctx context.Context, ids []string) (map[string]string, error) {
+	out := make(map[string]string, len(ids))
+	for lo := 0; lo < len(ids); lo += ingestBatch {
+		var rows []serverFactsRow
+		if err := s.conn(ctx).Select("server_id", "inventory_digest").Where("server_id IN ? AND inventory_digest <> ''", ids[lo:min(lo+ingestBatch, len(ids))]).
+			Find(&rows).Error; err != nil {
+			return nil, mapErr(err, "server facts")
+		}
+		for _, r := range rows {
+			out[r.ServerID] = r.InventoryDigest
+		}
+	}
+	return out, nil
 }
 
 // pkgKey is a package's identity within a server.

@@ -40,6 +40,10 @@ type FactsRecord struct {
 	RootUsedPercent float64 // -1 when unknown
 	CollectedAt     time.Time
 	SecuritySince   *time.Time
+	// InventoryDigest identifies Packages and Outdated (pkgmgr's
+	// Inventory.Digest); with InventoryIngest.Unchanged it names the stored
+	// inventory the refresh found unchanged.
+	InventoryDigest string
 }
 
 // ServerVisible reports domain.ErrNotFound unless the server exists and sc
@@ -72,7 +76,7 @@ func (s *Store) ServerFactsOf(ctx context.Context, sc Scope, id string) (FactsRe
 	r := rows[0]
 	return FactsRecord{ServerID: r.ServerID, FactsJSON: []byte(r.Facts), PackageManager: r.PackageManager,
 		Packages: r.Packages, Updates: r.Updates, SecurityUpdates: r.SecurityUpdates, RebootRequired: r.RebootRequired,
-		RootUsedPercent: r.RootUsedPercent, CollectedAt: r.CollectedAt, SecuritySince: r.SecuritySince}, nil
+		RootUsedPercent: r.RootUsedPercent, CollectedAt: r.CollectedAt, SecuritySince: r.SecuritySince, InventoryDigest: r.InventoryDigest}, nil
 }
 
 // ServerPackages lists a visible server's packages by name and arch.

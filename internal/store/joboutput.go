@@ -2,7 +2,10 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 
 	"gorm.io/gorm/clause"
 
@@ -35,18 +38,42 @@ func (s *Store) AppendOutput(ctx context.Context, chunks []ChunkIn) error {
 		ends[c.JobID] = max(ends[c.JobID], c.Offset+int64(len(c.Data)))
 	}
 	return s.InTx(ctx, func(tx *Store) error {
-		err := tx.conn(ctx).Omit("Job").Clauses(clause.OnConflict{DoNothing: true}).CreateInBatches(rows, 200).Error
+		err := tx.conn(ctx).Omit("Job").Clauses(clause.OnConflict{DoNothing: true}).CreateInBatches(rows, tx.bulkInsertRows()).Error
 		if err != nil {
 			return mapErr(err, "job output")
 		}
-		for id, end := range ends {
-			if err := tx.conn(ctx).Model(&jobRow{}).Where("id = ? AND output_bytes < ?", id, end).
-				Update("output_bytes", end).Error; err != nil {
-				return mapErr(err, "job")
-			}
-		}
-		return nil
+		return tx.growOutputBytes(ctx, ends)
 	})
+}
+
+// growOutputBytes raises each job's output_bytes to its end, never
+// lowering it (a redelivered chunk), in one statement: a batch of output
+// from hundreds of jobs is one UPDATE, not hundreds. The pairs travel as
+// one JSON parameter (see bulkInsert for why).
+func (s *Store) growOutputBytes(ctx context.Context, ends map[string]int64) error {
+	if len(ends) == 0 {
+		return nil
+	}
+	type pair struct {
+		ID  string `json:"id"`
+		End int64  `json:"end"`
+	}
+	pairs := make([]pair, 0, len(ends))
+	for id, end := range ends {
+		pairs = append(pairs, pair{id, end})
+	}
+	slices.SortFunc(pairs, func(a, b pair) int { return strings.Compare(a.ID, b.ID) }) // lock order on PostgreSQL
+	raw, err := json.Marshal(pairs)
+	if err != nil {
+		return err
+	}
+	q := `UPDATE jobs SET output_bytes = v.e FROM (SELECT json_extract(value, '$.id') AS id, json_extract(value, '$.end') AS e FROM json_each(?)) AS v
+	WHERE jobs.id = v.id AND jobs.output_bytes < v.e`
+	if s.dialect == Postgres {
+		q = `UPDATE jobs SET output_bytes = v.e FROM (SELECT r.id, r."end" AS e FROM json_to_recordset(?::json) AS r(id text, "end" bigint)) AS v
+	WHERE jobs.id = v.id AND jobs.output_bytes < v.e`
+	}
+	return mapErr(s.conn(ctx).Exec(q, string(raw)).Error, "job")
 }
 
 // ReadOutput returns up to limit bytes of a visible job's output from

@@ -16,7 +16,12 @@ func (s *Store) CreateJob(ctx context.Context, j domain.Job) error {
 	if row.CreatedAt.IsZero() {
 		row.CreatedAt = time.Now().UTC()
 	}
-	return mapErr(s.conn(ctx).Create(&row).Error, "job")
+	// In a transaction of its own so it queues for SQLite's writer in the
+	// process (InTx) instead of sleeping in SQLite's busy handler: a job
+	// submitted during a fleet-wide run starts without that wait.
+	return s.InTx(ctx, func(tx *Store) error {
+		return mapErr(tx.conn(ctx).Create(&row).Error, "job")
+	})
 }
 
 // DeleteJob removes a job that never reached the bus (submit rollback).

@@ -28,7 +28,11 @@ type serverFactsRow struct {
 	// SecuritySince is when security updates were first seen pending
 	// without interruption; nil when none are pending.
 	SecuritySince *time.Time
-	Server        serverRow `gorm:"foreignKey:ServerID;constraint:OnDelete:CASCADE"`
+	// InventoryDigest is pkgmgr.Inventory.Digest of the stored packages and
+	// outdated packages: the next job on the server gets it, and a worker
+	// whose fresh inventory has the same digest sends only "unchanged".
+	InventoryDigest string    `gorm:"size:64;not null;default:''"`
+	Server          serverRow `gorm:"foreignKey:ServerID;constraint:OnDelete:CASCADE"`
 }
 
 func (serverFactsRow) TableName() string { return "server_facts" }
@@ -366,6 +370,12 @@ var inventoryMigrations = []Migration{
 		return tx.Migrator().AddColumn(&serverOutdatedRow{}, "Held")
 	}},
 	{ID: "inventory/007_server_counters", Up: migrateServerCounters},
+	{ID: "inventory/008_inventory_digest", Up: func(tx *gorm.DB) error {
+		if tx.Migrator().HasColumn(&serverFactsRow{}, "InventoryDigest") { // created by 001 on a fresh database
+			return nil
+		}
+		return tx.Migrator().AddColumn(&serverFactsRow{}, "InventoryDigest")
+	}},
 }
 
 // migrateServerCounters fills the servers' update counters from the

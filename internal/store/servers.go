@@ -274,11 +274,16 @@ func (s *Store) ServerSecretsOf(ctx context.Context, id string) (domain.Server, 
 	if err := s.conn(ctx).Where("id = ?", id).Take(&row).Error; err != nil {
 		return domain.Server{}, ServerSecrets{}, mapErr(err, "server")
 	}
-	return serverFromRow(row), ServerSecrets{
+	return serverFromRow(row), secretsFromRow(row), nil
+}
+
+// secretsFromRow picks a server row's credentials.
+func secretsFromRow(row serverRow) ServerSecrets {
+	return ServerSecrets{
 		BootstrapUser: row.BootstrapUser, BootstrapKey: row.BootstrapKey, BootstrapPassword: row.BootstrapPassword,
 		Username: row.Username, PrivateKey: row.PrivateKey, PendingKey: row.PendingKey,
 		LoginPassword: row.LoginPassword, CredVersion: row.CredVersion,
-	}, nil
+	}
 }
 
 // SetPendingKey stores a freshly generated key for a join or rotation.

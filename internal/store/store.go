@@ -52,6 +52,14 @@ type Store struct {
 	// root store has it: InTx's stores do not, so nothing a transaction
 	// that may still roll back wrote can enter the cache.
 	pkgs *packageCatalog
+	// writers queues SQLite's transactions in this process (nil on
+	// PostgreSQL): SQLite has one writer, and a transaction that finds the
+	// lock taken sleeps in SQLite's busy handler for up to 100 ms between
+	// tries, so under load a claim or a short write waited behind the
+	// sleeps, not behind the work. Waiting here wakes the next writer the
+	// moment the lock is free. inTx marks a store bound to a transaction.
+	writers chan struct{}
+	inTx    bool
 }
 
 // Options selects and tunes the database.
@@ -129,7 +137,11 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		sqlDB.Close()
 		return nil, fmt.Errorf("store: change tracking: %w", err)
 	}
-	return &Store{db: db, dialect: dialect, log: log, changes: ch, pkgs: newPackageCatalog()}, nil
+	st := &Store{db: db, dialect: dialect, log: log, changes: ch, pkgs: newPackageCatalog()}
+	if dialect == SQLite {
+		st.writers = make(chan struct{}, 1)
+	}
+	return st, nil
 }
 
 func checkWritableDir(dir string) error {
@@ -166,6 +178,22 @@ func (s *Store) conn(ctx context.Context) *gorm.DB {
 // InTx runs fn in one transaction; fn's store is bound to the transaction.
 // An error or panic in fn rolls everything back.
 func (s *Store) InTx(ctx context.Context, fn func(tx *Store) error) error {
+	if s.writers != nil && !s.inTx {
+		// A writer that cannot get in within the busy timeout goes on to
+		// SQLite's own waiting, as it did before this queue (a transaction
+		// opened on the root store inside another would otherwise wait for
+		// itself).
+		t := time.NewTimer(sqliteBusyTimeout)
+		select {
+		case s.writers <- struct{}{}:
+			t.Stop()
+			defer func() { <-s.writers }()
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		}
+	}
 	var (
 		pool                 gorm.ConnPool
 		tc                   *txChanges
@@ -179,7 +207,7 @@ func (s *Store) InTx(ctx context.Context, fn func(tx *Store) error) error {
 	err := s.conn(ctx).Transaction(func(gtx *gorm.DB) error {
 		pool = gtx.Statement.ConnPool
 		tc, outermost = s.changes.begin(pool)
-		return fn(&Store{db: gtx, kr: s.kr, dialect: s.dialect, log: s.log, changes: s.changes})
+		return fn(&Store{db: gtx, kr: s.kr, dialect: s.dialect, log: s.log, changes: s.changes, writers: s.writers, inTx: true})
 	})
 	committed = err == nil
 	return err

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net"
 	"strconv"
 	"time"
@@ -46,26 +45,14 @@ func (w *Worker) handle(ctx context.Context, seg string, msg bus.Msg) {
 	}
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	stopCtl, _ := w.cfg.Bus.Serve(bus.JobControlSubject(jm.JobID), "", func(data []byte) []byte {
-		var cm bus.ControlMsg
-		_ = json.Unmarshal(data, &cm)
-		if cm.Type == bus.TypeAbort {
-			log.Info("abort requested", "reason", cm.Reason)
-			cancel(fmt.Errorf("%w: %s", errAbortRequested, cm.Reason))
+	w.running.Store(jm.JobID, &runningJob{jm: jm, msg: msg, cancel: cancel})
+	defer w.running.Delete(jm.JobID)
+	if !w.sharedCtl.Load() {
+		stopCtl, _ := w.cfg.Bus.Serve(bus.JobControlSubject(jm.JobID), "", w.control)
+		if stopCtl != nil {
+			defer stopCtl()
 		}
-		reply, _ := json.Marshal(bus.ControlMsg{V: bus.MessageVersion, Type: cm.Type, JobID: jm.JobID})
-		return reply
-	})
-	if stopCtl != nil {
-		defer stopCtl()
 	}
-	hbDone := make(chan struct{})
-	hbStopped := make(chan struct{})
-	go func() {
-		defer close(hbStopped)
-		defer safe.Recover("worker heartbeat")
-		w.heartbeat(ctx, jm, msg, hbDone)
-	}()
 
 	out := newOutput(ctx, w.cfg.Bus, jm.JobID)
 	w.announceRunning(jm.JobID)
@@ -82,8 +69,6 @@ func (w *Worker) handle(ctx context.Context, seg string, msg bus.Msg) {
 	}
 	creds = credbox.Credentials{} // drop the secrets as soon as the job ran
 	_ = out.Close()
-	close(hbDone)
-	<-hbStopped
 
 	final := bus.StateMsg{JobID: jm.JobID, Status: string(domain.JobSuccess), OutputBytes: out.Bytes(), Data: data}
 	code := res.ExitCode
@@ -257,27 +242,47 @@ func targetOf(c credbox.Credentials, user, key, password string) (sshexec.Target
 	return t, nil
 }
 
-// heartbeat keeps the job alive until done closes: the queue message in
-// progress, a heartbeat event for the reaper, and the server lock's TTL.
-func (w *Worker) heartbeat(ctx context.Context, jm bus.JobMsg, msg bus.Msg, done <-chan struct{}) {
-	t := time.NewTicker(heartbeatInterval)
+// runningJob is a job this worker runs (Worker.running).
+type runningJob struct {
+	jm     bus.JobMsg
+	msg    bus.Msg
+	cancel context.CancelCauseFunc
+}
+
+// heartbeats keeps every running job alive until ctx ends: every
+// heartbeatInterval each job's queue message is marked in progress, a
+// heartbeat event goes to the reaper, and the server lock's TTL is renewed.
+// One loop for all jobs: a goroutine per job would be a thousand sleeping
+// stacks for jobs that mostly end before their first beat.
+func (w *Worker) heartbeats(ctx context.Context) {
+	t := time.NewTicker(w.cfg.HeartbeatInterval)
 	defer t.Stop()
 	for {
 		select {
-		case <-done:
-			return
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		_ = msg.InProgress()
-		hb, _ := json.Marshal(bus.StateMsg{V: bus.MessageVersion, Type: bus.TypeHeartbeat, JobID: jm.JobID,
-			WorkerID: w.cfg.ID, At: time.Now().UTC()})
-		if ack, err := w.cfg.Bus.PublishAsync(bus.JobStateSubject(jm.JobID), "", hb); err == nil {
-			go func() { <-ack }()
+		var jobs []*runningJob
+		w.running.Range(func(_, v any) bool {
+			jobs = append(jobs, v.(*runningJob))
+			return true
+		})
+		for _, j := range jobs {
+			safe.Do("worker heartbeat", func() { w.beat(ctx, j) })
 		}
-		w.refreshLock(ctx, jm)
 	}
+}
+
+// beat is one job's heartbeat.
+func (w *Worker) beat(ctx context.Context, j *runningJob) {
+	_ = j.msg.InProgress()
+	hb, _ := json.Marshal(bus.StateMsg{V: bus.MessageVersion, Type: bus.TypeHeartbeat, JobID: j.jm.JobID,
+		WorkerID: w.cfg.ID, At: time.Now().UTC()})
+	if ack, err := w.cfg.Bus.PublishAsync(bus.JobStateSubject(j.jm.JobID), "", hb); err == nil {
+		go func() { <-ack }()
+	}
+	w.refreshLock(ctx, j.jm)
 }
 
 type lockValue struct {

@@ -15,10 +15,19 @@ const (
 	// 200 messages and rows, small enough to stay far below NATS's 1 MiB
 	// payload limit.
 	chunkSize = 256 << 10
-	// flushDelay is how long output may wait in the buffer before it is
-	// sent: it keeps a live console within the 100 ms budget while
-	// batching chatty commands into few messages.
-	flushDelay = 20 * time.Millisecond
+	// quickFlush is how long output may wait in the buffer while the
+	// output is sporadic: it keeps a live console within the 100 ms
+	// budget while batching a burst of lines into one message.
+	quickFlush = 20 * time.Millisecond
+	// quickChunks are sent after quickFlush whatever their rate: a job's
+	// first lines (the banner, the command's first output) arrive at once.
+	quickChunks = 4
+	// steadyFlush spaces the chunks of output that keeps coming: a
+	// console that moves five times a second reads as live, and a command
+	// printing a line every few milliseconds sends five chunks a second
+	// instead of fifty (each chunk is a message, a stored row and an
+	// encryption). Output after a pause of steadyFlush is quick again.
+	steadyFlush = 200 * time.Millisecond
 	// maxInFlight bounds unacknowledged chunks (memory: 32 × 256 KiB).
 	maxInFlight = 32
 	// retryDelay spaces re-publishes of a chunk while NATS is away; the
@@ -40,6 +49,7 @@ type output struct {
 	seq      int64
 	offset   int64 // offset of buf[0]
 	timer    *time.Timer
+	lastSent time.Time
 	inflight []pending
 	err      error
 }
@@ -69,7 +79,11 @@ func (o *output) Write(p []byte) (int, error) {
 		}
 	}
 	if len(o.buf) > 0 && o.timer == nil {
-		o.timer = time.AfterFunc(flushDelay, func() {
+		delay := quickFlush
+		if since := time.Since(o.lastSent); o.seq >= quickChunks && since < steadyFlush {
+			delay = max(quickFlush, steadyFlush-since)
+		}
+		o.timer = time.AfterFunc(delay, func() {
 			o.mu.Lock()
 			defer o.mu.Unlock()
 			o.timer = nil
@@ -94,8 +108,12 @@ func (o *output) flushLocked() {
 		Seq: o.seq, Offset: o.offset, Data: o.buf}.Encode()
 	p := pending{subject: bus.JobOutputSubject(o.jobID), id: fmt.Sprintf("%s/%d", o.jobID, o.seq), data: data}
 	o.seq++
+	o.lastSent = time.Now()
 	o.offset += int64(len(o.buf))
-	o.buf = make([]byte, 0, chunkSize)
+	// Encode copied the bytes: the buffer is reused. It grows only as far
+	// as a job's output needs (most jobs print a few KiB), so a thousand
+	// jobs in flight do not each hold a 256 KiB chunk.
+	o.buf = o.buf[:0]
 	if ack, err := o.bus.PublishAsync(p.subject, p.id, p.data); err == nil {
 		p.ack = ack
 	}

@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lcmproject/lcm/internal/bus"
@@ -43,15 +44,30 @@ const (
 	heartbeatInterval = 5 * time.Second
 )
 
+// DefaultConcurrency is how many jobs a worker runs at once. A job mostly
+// waits on its server (an upgrade takes seconds to minutes, the worker's
+// part of it milliseconds), so a worker keeps a thousand in flight: a
+// fleet-wide run of 1,000 servers is one wave, not sixteen. Each job in
+// flight holds about 0.1 MiB of the worker's memory (its SSH connection's
+// buffers, a session, its output buffer; docs/benchmarks.md, "Fan-out"),
+// which is what bounds it: size it as (memory for jobs) / 0.1 MiB.
+const DefaultConcurrency = 1024
+
 // Config configures a worker.
 type Config struct {
 	Bus         *bus.Bus
 	ID          string   // unique per process start; generated when empty
 	Segments    []string // default: ["default"]
-	Concurrency int      // jobs at a time; default 64
+	Concurrency int      // jobs at a time; default DefaultConcurrency
 	Pool        *sshexec.Pool
 	Timeouts    sshexec.Timeouts
 	Log         *slog.Logger
+	// HeartbeatInterval spaces the running jobs' heartbeats; 0 means
+	// heartbeatInterval (tests shorten it with the reaper's timeout).
+	HeartbeatInterval time.Duration
+	// OnPoolDrained runs when the worker's own SSH pool closed its last
+	// idle connection (sshexec.PoolConfig.OnDrained).
+	OnPoolDrained func()
 }
 
 // Worker runs jobs.
@@ -62,6 +78,15 @@ type Worker struct {
 	sem  chan struct{}
 	pool *sshexec.Pool
 	own  bool // pool created here
+
+	// running maps the id of each job this worker runs to its cancel
+	// function: one subscription to every job's control subject serves
+	// them all (control), instead of a subscription per job, which costs
+	// a goroutine and an interest change on the NATS server each.
+	running sync.Map // job id → *runningJob
+	// sharedCtl is set while that subscription is up; without it each job
+	// subscribes on its own.
+	sharedCtl atomic.Bool
 
 	wg sync.WaitGroup
 }
@@ -80,7 +105,10 @@ func New(cfg Config) (*Worker, error) {
 		}
 	}
 	if cfg.Concurrency <= 0 {
-		cfg.Concurrency = 64
+		cfg.Concurrency = DefaultConcurrency
+	}
+	if cfg.HeartbeatInterval <= 0 {
+		cfg.HeartbeatInterval = heartbeatInterval
 	}
 	if cfg.ID == "" {
 		cfg.ID = NewID()
@@ -94,7 +122,7 @@ func New(cfg Config) (*Worker, error) {
 	}
 	w := &Worker{cfg: cfg, keys: keys, log: cfg.Log.With("worker", cfg.ID), sem: make(chan struct{}, cfg.Concurrency), pool: cfg.Pool}
 	if w.pool == nil {
-		w.pool, w.own = sshexec.NewPool(sshexec.PoolConfig{}), true
+		w.pool, w.own = sshexec.NewPool(sshexec.PoolConfig{OnDrained: cfg.OnPoolDrained}), true
 	}
 	return w, nil
 }
@@ -118,6 +146,23 @@ func (w *Worker) ID() string { return w.cfg.ID }
 func (w *Worker) Run(ctx context.Context) error {
 	jobCtx, cancelJobs := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelJobs()
+	if stop, err := w.cfg.Bus.Serve(bus.JobControlSubject("*"), "", w.control); err == nil {
+		w.sharedCtl.Store(true)
+		defer func() { w.sharedCtl.Store(false); stop() }()
+	} else {
+		w.log.Warn("job control subscription unavailable; each job subscribes on its own", "err", err)
+	}
+	// Heartbeats run as long as jobs do (through the shutdown grace).
+	hbCtx, stopHB := context.WithCancel(jobCtx)
+	hbDone := make(chan struct{})
+	go func() {
+		defer close(hbDone)
+		safe.Supervise(hbCtx, "worker heartbeats", func(ctx context.Context) error {
+			w.heartbeats(ctx)
+			return nil
+		})
+	}()
+	defer func() { stopHB(); <-hbDone }()
 	var loops sync.WaitGroup
 	for _, seg := range w.cfg.Segments {
 		loops.Add(1)
@@ -207,6 +252,25 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 	case <-ctx.Done():
 	case <-t.C:
 	}
+}
+
+// control answers a control request for a job this worker runs; requests
+// for other jobs get no answer (the worker running them answers).
+func (w *Worker) control(data []byte) []byte {
+	var cm bus.ControlMsg
+	if json.Unmarshal(data, &cm) != nil || cm.JobID == "" {
+		return nil
+	}
+	v, ok := w.running.Load(cm.JobID)
+	if !ok {
+		return nil
+	}
+	if cm.Type == bus.TypeAbort {
+		w.log.Info("abort requested", "job_id", cm.JobID, "reason", cm.Reason)
+		v.(*runningJob).cancel(fmt.Errorf("%w: %s", errAbortRequested, cm.Reason))
+	}
+	reply, _ := json.Marshal(bus.ControlMsg{V: bus.MessageVersion, Type: cm.Type, JobID: cm.JobID})
+	return reply
 }
 
 // errRefused is a claim the API refused: the message must not come back.

@@ -32,6 +32,8 @@ type Options struct {
 	// HeartbeatTimeout and ReapInterval shorten the reaper's bounds.
 	HeartbeatTimeout time.Duration
 	ReapInterval     time.Duration
+	// HeartbeatInterval spaces the workers' heartbeats (runner.Config).
+	HeartbeatInterval time.Duration
 	// Listen makes the embedded NATS accept remote workers on this address
 	// (TLS with a generated certificate, see Plane.CACertPEM) with the API
 	// user api/api-pass and the given worker users.
@@ -60,6 +62,7 @@ type Plane struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	once   sync.Once
+	beat   time.Duration // workers' heartbeat interval
 }
 
 // Start starts a control plane; it stops when the test ends.
@@ -105,7 +108,7 @@ func Start(t testing.TB, o Options) *Plane {
 	if o.ReapInterval > 0 {
 		js.ReapInterval = o.ReapInterval
 	}
-	p := &Plane{Store: st, Bus: b, Jobs: js, Fleet: fleet.New(st, js, nil), DataDir: o.DataDir, CACertPEM: caPEM,
+	p := &Plane{Store: st, Bus: b, Jobs: js, Fleet: fleet.New(st, js, nil), DataDir: o.DataDir, CACertPEM: caPEM, beat: o.HeartbeatInterval,
 		Admin: &domain.Principal{UserID: "admin-test", Username: "admin", Roles: []string{domain.RoleAdmin}, Permissions: all()}}
 	rctx, cancel := context.WithCancel(ctx)
 	p.cancel = cancel
@@ -129,7 +132,7 @@ func all() map[string]bool {
 // StartWorker starts another in-process worker on the plane's bus.
 func (p *Plane) StartWorker(t testing.TB, segments []string, concurrency int) *runner.Worker {
 	t.Helper()
-	w, err := runner.New(runner.Config{Bus: p.Bus, Segments: segments, Concurrency: concurrency})
+	w, err := runner.New(runner.Config{Bus: p.Bus, Segments: segments, Concurrency: concurrency, HeartbeatInterval: p.beat})
 	if err != nil {
 		t.Fatal(err)
 	}
