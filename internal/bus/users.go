@@ -82,10 +82,11 @@ func AgentGatewayUser(name, password string) User {
 // The JetStream API subjects are those nats.go's ObjectStore uses for one
 // store: STREAM.INFO to bind it, MSG.GET/DIRECT.GET for an object's meta,
 // ordered (ephemeral) consumers with their flow control ($JS.FC) to list
-// and read chunks, publishing chunks and meta under $O.<store> for a put,
-// and STREAM.PURGE of an old version's chunks. A scanner could overwrite an
-// object's meta; it is a process of the control plane, not of a managed
-// server.
+// and read chunks, and publishing chunks and meta under $O.<store> for a
+// put. Results get a name of their own (no older version to purge), so
+// the account has no STREAM.PURGE: it cannot wipe the uploaded databases.
+// A scanner could overwrite an object's meta; it is a process of the
+// control plane, not of a managed server.
 func ScannerUser(name, password string) User {
 	stream := "OBJ_" + BucketVulnDB
 	return User{Name: name, Password: password, Permissions: &Permissions{
@@ -96,7 +97,6 @@ func ScannerUser(name, password string) User {
 			"$JS.API.CONSUMER.CREATE." + stream, "$JS.API.CONSUMER.CREATE." + stream + ".>",
 			"$JS.API.CONSUMER.INFO." + stream + ".>", "$JS.API.CONSUMER.DELETE." + stream + ".>",
 			"$JS.API.CONSUMER.MSG.NEXT." + stream + ".>", "$JS.ACK." + stream + ".>",
-			"$JS.API.STREAM.PURGE." + stream,
 			"$JS.FC." + stream + ".>",
 			"$O." + BucketVulnDB + ".>",
 		},
