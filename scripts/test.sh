@@ -13,10 +13,11 @@ log() { printf '\n=== %s ===\n' "$*"; }
 
 # Debian packages the tests use: sshd for test hosts, debootstrap to build
 # them, ffmpeg/espeak-ng/pocketsphinx for speech, dig/named-checkzone for
-# DNS, an SMTP sink, chromium for the UI, ansible for the comparison bench.
+# DNS, an SMTP sink, chromium for the UI, ansible for the comparison bench,
+# nats-server for the two-replica tests (a JetStream of their own).
 packages=(openssh-server openssh-client sudo debootstrap debian-archive-keyring util-linux iproute2 procps
   ffmpeg espeak-ng pocketsphinx pocketsphinx-en-us dnsutils bind9-utils python3-aiosmtpd chromium ansible
-  docker-registry skopeo podman runc buildah podman-compose)
+  docker-registry skopeo podman runc buildah podman-compose nats-server)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
