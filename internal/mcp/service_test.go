@@ -249,6 +249,14 @@ func TestViewHardeningAndReachability(t *testing.T) {
 			if v := get(ok); v.FirewallActive || v.FirewallTool != "nftables" || *v.HardeningIndex != 75 {
 				t.Fatalf("after the firewall went off: %+v", v)
 			}
+			// A scan's findings reach the warm cache (server_findings is
+			// tracked), even when the status colour does not change.
+			if err := st.SetFindings(ctx, down.ID, []store.Finding{{CVE: "CVE-2024-1", Package: "p", Version: "1", FixedIn: "2", Severity: "high"}}); err != nil {
+				t.Fatal(err)
+			}
+			if v := get(down); v.CVEHigh != 1 || v.Status != "unreachable" {
+				t.Fatalf("after a high finding: %+v", v)
+			}
 			// A root login by password is proven but scores nothing.
 			if err := st.RecordSSHProof(ctx, blip.ID, store.SSHProof{RootLogin: "yes", At: now}); err != nil {
 				t.Fatal(err)
