@@ -3,7 +3,6 @@ package alerts
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -105,8 +104,7 @@ func (s *Service) Snapshot(ctx context.Context, rules []Rule) (Snapshot, []strin
 
 // Evaluate runs every rule now and reconciles the open alerts: new
 // conditions fire, conditions still true past the cooldown repeat, cleared
-// ones resolve. Notifications leave asynchronously. It also resumes
-// deliveries a stopped replica left pending.
+// ones resolve. Notifications leave asynchronously (deliver.go).
 func (s *Service) Evaluate(ctx context.Context) (Report, error) {
 	s.evalMu.Lock()
 	defer s.evalMu.Unlock()
@@ -220,35 +218,13 @@ func (s *Service) Evaluate(ctx context.Context) (Report, error) {
 				rep.Resolved++
 			}
 			s.log.Info("alert "+ev.Kind, "rule", ev.RuleName, "server_id", ev.Subject, "event_id", ev.ID, "channels", len(ev.Deliveries))
-			for _, d := range ev.Deliveries {
-				s.dispatch(d, ev)
-			}
+		}
+		if len(made) > 0 {
+			s.wake() // the new deliveries are due now
 		}
 	}
-	s.resumeStale(ctx)
 	rep.DurationMS = time.Since(start).Milliseconds()
 	return rep, nil
-}
-
-// staleAfter: a delivery whose next attempt is this overdue belongs to a
-// replica that stopped; a live one updates next_attempt_at on every try.
-const staleAfter = 2 * time.Minute
-
-func (s *Service) resumeStale(ctx context.Context) {
-	now := s.now()
-	ds, err := s.store.ClaimStaleDeliveries(ctx, now.Add(-staleAfter), now.Add(staleAfter), s.inFlight)
-	if err != nil {
-		s.log.Warn("resuming stale alert deliveries failed", "err", err)
-		return
-	}
-	for _, d := range ds {
-		ev, err := s.store.GetAlertEvent(ctx, d.EventID)
-		if err != nil {
-			s.log.Warn("alert delivery without its event", "delivery", d.ID, "err", err)
-			continue
-		}
-		s.dispatch(d, ev)
-	}
 }
 
 func messageOf(ev store.AlertEvent) notify.Message {
@@ -258,136 +234,6 @@ func messageOf(ev store.AlertEvent) notify.Message {
 		m.ServerID = ev.Subject
 	}
 	return m
-}
-
-func (s *Service) sem(channelID string) chan struct{} {
-	s.semMu.Lock()
-	defer s.semMu.Unlock()
-	c := s.sems[channelID]
-	if c == nil {
-		c = make(chan struct{}, perChannel)
-		s.sems[channelID] = c
-	}
-	return c
-}
-
-// dispatch delivers d in its own goroutine: attempt, then on failure wait
-// the next backoff and try again, until sent or given up. Every attempt's
-// outcome is stored. The channel is read before each attempt (an edit
-// applies, a deleted channel gives up).
-func (s *Service) dispatch(d store.AlertDelivery, ev store.AlertEvent) {
-	s.flightMu.Lock()
-	if s.flight[d.ID] {
-		s.flightMu.Unlock()
-		return
-	}
-	s.flight[d.ID] = true
-	s.flightMu.Unlock()
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		defer func() {
-			s.flightMu.Lock()
-			delete(s.flight, d.ID)
-			s.flightMu.Unlock()
-		}()
-		m := messageOf(ev)
-		for {
-			ctx := s.ctx
-			if !s.acquire(ctx, s.sem(d.ChannelID), &d) {
-				return
-			}
-			s.lease(&d) // the attempt is ours for staleAfter; it takes at most a send timeout
-			answer, err := s.attempt(ctx, d.ChannelID, m)
-			sem := s.sem(d.ChannelID)
-			<-sem
-			if ctx.Err() != nil {
-				return // shutting down: the stored state lets a replica resume
-			}
-			d.Attempts++
-			d.Response = answer
-			if err == nil {
-				d.Status, d.LastError, d.NextAttemptAt = store.DeliverySent, "", nil
-				s.saveDelivery(d)
-				return
-			}
-			d.LastError = err.Error()
-			if d.Attempts > len(s.o.Backoff) || errors.Is(err, errChannelGone) {
-				d.Status, d.NextAttemptAt = store.DeliveryGivenUp, nil
-				s.log.Warn("alert delivery given up", "channel", d.ChannelName, "event_id", d.EventID, "attempts", d.Attempts, "err", d.LastError)
-				s.saveDelivery(d)
-				return
-			}
-			wait := s.o.Backoff[d.Attempts-1]
-			next := s.now().Add(wait)
-			d.Status, d.NextAttemptAt = store.DeliveryRetrying, &next
-			s.log.Info("alert delivery failed, retrying", "channel", d.ChannelName, "event_id", d.EventID, "attempt", d.Attempts, "in", wait.String(), "err", d.LastError)
-			s.saveDelivery(d)
-			select {
-			case <-time.After(wait):
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-}
-
-var errChannelGone = errors.New("the channel was deleted or disabled")
-
-func (s *Service) inFlight(id string) bool {
-	s.flightMu.Lock()
-	defer s.flightMu.Unlock()
-	return s.flight[id]
-}
-
-// lease moves the delivery's next attempt staleAfter ahead, so no other
-// replica resumes it while this one works on it or waits for a slot.
-func (s *Service) lease(d *store.AlertDelivery) {
-	until := s.now().Add(staleAfter)
-	d.NextAttemptAt = &until
-	s.saveDelivery(*d)
-}
-
-// acquire waits for a delivery slot of the channel, renewing the lease
-// while it waits (a slow receiver can hold every slot for long).
-func (s *Service) acquire(ctx context.Context, sem chan struct{}, d *store.AlertDelivery) bool {
-	for {
-		select {
-		case sem <- struct{}{}:
-			return true
-		case <-ctx.Done():
-			return false
-		case <-time.After(staleAfter / 2):
-			s.lease(d)
-		}
-	}
-}
-
-func (s *Service) attempt(ctx context.Context, channelID string, m notify.Message) (string, error) {
-	c, err := s.store.GetChannel(ctx, channelID)
-	if err != nil {
-		return "", errChannelGone
-	}
-	if !c.Enabled {
-		return "", errChannelGone
-	}
-	d, err := decode(c)
-	if err != nil {
-		return "", err
-	}
-	res, err := notify.Send(ctx, c.Type, d.cfg, d.sec, m)
-	if err != nil {
-		return scrub(res.Answer, d.sec), errors.New(scrub(err.Error(), d.sec))
-	}
-	return scrub(res.Answer, d.sec), nil
-}
-
-func (s *Service) saveDelivery(d store.AlertDelivery) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := s.store.UpdateDelivery(ctx, d); err != nil {
-		s.log.Warn("storing an alert delivery failed", "delivery", d.ID, "err", err)
-	}
 }
 
 // MarshalParams is the stored form of rule parameters.

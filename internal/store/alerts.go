@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"slices"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -89,16 +90,22 @@ func (s *Store) SaveChannel(ctx context.Context, c NotificationChannel) (Notific
 	return s.GetChannel(ctx, row.ID)
 }
 
-// DeleteChannel removes a channel.
+// DeleteChannel removes a channel; its deliveries still waiting are
+// given up (the history says why).
 func (s *Store) DeleteChannel(ctx context.Context, id string) error {
-	res := s.conn(ctx).Where("id = ?", id).Delete(&notificationChannelRow{})
-	if res.Error != nil {
-		return mapErr(res.Error, "notification channel")
-	}
-	if res.RowsAffected == 0 {
-		return domain.NotFound("notification channel")
-	}
-	return nil
+	return s.InTx(ctx, func(tx *Store) error {
+		db := tx.conn(ctx)
+		res := db.Where("id = ?", id).Delete(&notificationChannelRow{})
+		if res.Error != nil {
+			return mapErr(res.Error, "notification channel")
+		}
+		if res.RowsAffected == 0 {
+			return domain.NotFound("notification channel")
+		}
+		return mapErr(db.Model(&alertDeliveryRow{}).Where("channel_id = ? AND status IN ?", id, []string{DeliveryPending, DeliveryRetrying}).
+			Updates(map[string]any{"status": DeliveryGivenUp, "next_attempt_at": nil, "last_error": "the channel was deleted",
+				"updated_at": time.Now().UTC()}).Error, "alert deliveries")
+	})
 }
 
 // AlertRule is a stored rule; Params is the type's JSON parameters.
@@ -373,27 +380,47 @@ func (s *Store) UpdateDelivery(ctx context.Context, d AlertDelivery) error {
 		"next_attempt_at": d.NextAttemptAt, "updated_at": time.Now().UTC()}).Error, "alert delivery")
 }
 
-// ClaimStaleDeliveries returns deliveries still pending or retrying whose
-// next attempt is due before cutoff (their replica died or restarted) and
-// moves their next attempt to until, so one caller resumes each. skip
-// leaves out deliveries the caller is still working on.
-func (s *Store) ClaimStaleDeliveries(ctx context.Context, cutoff, until time.Time, skip func(id string) bool) ([]AlertDelivery, error) {
-	var rows []alertDeliveryRow
-	if err := s.conn(ctx).Where("status IN ? AND next_attempt_at < ?", []string{DeliveryPending, DeliveryRetrying}, cutoff.UTC()).
-		Limit(500).Find(&rows).Error; err != nil {
-		return nil, mapErr(err, "alert deliveries")
+// ChannelIDs lists the ids of every notification channel (the delivery
+// pump visits each one's queue).
+func (s *Store) ChannelIDs(ctx context.Context) ([]string, error) {
+	var ids []string
+	return ids, mapErr(s.conn(ctx).Model(&notificationChannelRow{}).Order("id").Pluck("id", &ids).Error, "notification channels")
+}
+
+// ClaimDueDeliveries claims up to limit due deliveries (pending or
+// retrying, next attempt at or before now) of a channel, oldest first, by
+// moving each one's next attempt to until (the lease of the attempt).
+// Deliveries are the queue: a waiting one is only a row, holds no
+// goroutine and is not written while it waits. Each claim is conditional
+// on the value read, so of replicas claiming together exactly one gets
+// each delivery; a replica that dies mid-attempt leaves the lease to run
+// out, and the delivery is due again for anyone. Each status is read
+// along the (channel_id, status, next_attempt_at) index, so a claim reads
+// at most limit rows of each however long the queue.
+func (s *Store) ClaimDueDeliveries(ctx context.Context, channelID string, now, until time.Time, limit int) ([]AlertDelivery, error) {
+	if limit <= 0 {
+		return nil, nil
 	}
-	var out []AlertDelivery
-	for _, r := range rows {
-		if skip != nil && skip(r.ID) {
-			continue
+	var rows []alertDeliveryRow
+	for _, st := range []string{DeliveryPending, DeliveryRetrying} {
+		var part []alertDeliveryRow
+		if err := s.conn(ctx).Where("channel_id = ? AND status = ? AND next_attempt_at <= ?", channelID, st, now.UTC()).
+			Order("next_attempt_at").Limit(limit).Find(&part).Error; err != nil {
+			return nil, mapErr(err, "alert deliveries")
 		}
-		res := s.conn(ctx).Model(&alertDeliveryRow{}).Where("id = ? AND next_attempt_at = ?", r.ID, r.NextAttemptAt).
+		rows = append(rows, part...)
+	}
+	slices.SortFunc(rows, func(a, b alertDeliveryRow) int { return a.NextAttemptAt.Compare(*b.NextAttemptAt) })
+	var out []AlertDelivery
+	for _, r := range rows[:min(limit, len(rows))] {
+		res := s.conn(ctx).Model(&alertDeliveryRow{}).Where("id = ? AND next_attempt_at = ? AND status = ?", r.ID, r.NextAttemptAt, r.Status).
 			Update("next_attempt_at", until.UTC())
 		if res.Error != nil {
 			return nil, mapErr(res.Error, "alert deliveries")
 		}
 		if res.RowsAffected == 1 {
+			u := until.UTC()
+			r.NextAttemptAt = &u
 			out = append(out, deliveryOf(r))
 		}
 	}
