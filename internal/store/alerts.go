@@ -2,9 +2,9 @@ package store
 
 import (
 	"context"
-	"slices"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"

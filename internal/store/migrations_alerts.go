@@ -77,14 +77,14 @@ func (alertEventRow) TableName() string { return "alert_events" }
 
 // alertDeliveryRow is the delivery of one event through one channel.
 type alertDeliveryRow struct {
-	ID            string     `gorm:"primaryKey;size:36"`
-	EventID       string     `gorm:"size:36;not null;index"`
-	ChannelID     string     `gorm:"size:36;not null;index;index:alert_deliveries_queue,priority:1"`
-	ChannelName   string     `gorm:"size:100;not null"`
-	Status        string     `gorm:"size:16;not null;index;index:alert_deliveries_queue,priority:2"`
-	Attempts      int        `gorm:"not null"`
-	LastError     string     `gorm:"type:text;not null;default:''"`
-	Response      string     `gorm:"type:text;not null;default:''"`
+	ID          string `gorm:"primaryKey;size:36"`
+	EventID     string `gorm:"size:36;not null;index"`
+	ChannelID   string `gorm:"size:36;not null;index;index:alert_deliveries_queue,priority:1"`
+	ChannelName string `gorm:"size:100;not null"`
+	Status      string `gorm:"size:16;not null;index;index:alert_deliveries_queue,priority:2"`
+	Attempts    int    `gorm:"not null"`
+	LastError   string `gorm:"type:text;not null;default:''"`
+	Response    string `gorm:"type:text;not null;default:''"`
 	// The delivery queue is read by (channel_id, status, next_attempt_at):
 	// a channel's oldest due rows of one status (alerts/002).
 	NextAttemptAt *time.Time `gorm:"column:next_attempt_at;index:alert_deliveries_queue,priority:3"`
