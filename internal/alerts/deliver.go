@@ -278,15 +278,3 @@ func (s *Service) saveDelivery(d store.AlertDelivery) {
 		s.log.Warn("storing an alert delivery failed", "delivery", d.ID, "err", err)
 	}
 }
-
-// laneStats reports, per channel, the deliveries claimed on this replica
-// (for tests and the goroutine bound: perChannel workers per lane).
-func (s *Service) laneStats() (lanes, inFlight int) {
-	s.laneMu.Lock()
-	defer s.laneMu.Unlock()
-	for _, l := range s.lanes {
-		lanes++
-		inFlight += l.inFlight
-	}
-	return lanes, inFlight
-}
