@@ -90,6 +90,23 @@ func (s *Store) SaveChannel(ctx context.Context, c NotificationChannel) (Notific
 	return s.GetChannel(ctx, row.ID)
 }
 
+// CreateChannelIfAbsent inserts c unless a channel of its name exists
+// (insert-or-ignore on the unique name, so replicas starting together
+// create it once and none fails). It reports whether this call created it.
+func (s *Store) CreateChannelIfAbsent(ctx context.Context, c NotificationChannel) (NotificationChannel, bool, error) {
+	now := time.Now().UTC()
+	row := notificationChannelRow{ID: uuid.NewString(), Name: c.Name, Type: c.Type, Enabled: c.Enabled, System: c.System,
+		Config: string(c.Config), Secrets: string(c.Secrets), CreatedAt: now, UpdatedAt: now}
+	res := s.conn(ctx).Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "name"}}, DoNothing: true}).Create(&row)
+	if res.Error != nil {
+		return NotificationChannel{}, false, mapErr(res.Error, "notification channel")
+	}
+	if res.RowsAffected == 0 {
+		return NotificationChannel{}, false, nil
+	}
+	return channelOf(row), true, nil
+}
+
 // DeleteChannel removes a channel; its deliveries still waiting are
 // given up (the history says why).
 func (s *Store) DeleteChannel(ctx context.Context, id string) error {
