@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"time"
 
+	"github.com/lcmproject/lcm/internal/inventory"
 	"github.com/lcmproject/lcm/internal/notify"
 	"github.com/lcmproject/lcm/internal/store"
 )
@@ -22,10 +24,6 @@ type Report struct {
 	StartedAt  time.Time `json:"startedAt"`
 	DurationMS int64     `json:"durationMs"`
 }
-
-// forecastDays is how much storage history the forecast rule loads (the
-// forecast fits the last 30 days, inventory.ForecastWindow).
-const forecastDays = 30
 
 // Snapshot loads what the enabled rules read: each server's status inputs
 // and groups, the root filesystem history when a forecast rule needs it,
@@ -60,10 +58,9 @@ func (s *Service) Snapshot(ctx context.Context, rules []Rule) (Snapshot, []strin
 		if snap.Paused, err = s.store.InMaintenance(ctx, ids, now); err != nil {
 			return snap, nil, err
 		}
-		var days map[string][]store.StorageDay
+		var trends map[string]store.StorageTrend
 		if needStorage {
-			since := now.AddDate(0, 0, -forecastDays).Format("2006-01-02")
-			if days, err = s.store.RootStorageDays(ctx, ids, since); err != nil {
+			if trends, err = s.rootTrends(ctx, ids, now); err != nil {
 				return snap, nil, err
 			}
 		}
@@ -79,7 +76,12 @@ func (s *Service) Snapshot(ctx context.Context, rules []Rule) (Snapshot, []strin
 			if !ok || snap.Paused[id] {
 				continue
 			}
-			snap.Servers = append(snap.Servers, ServerState{ID: id, Groups: groups[id], Inputs: in, RootDays: days[id], EarlyWarnings: early[id]})
+			st := ServerState{ID: id, Groups: groups[id], Inputs: in, EarlyWarnings: early[id]}
+			if t, ok := trends[id]; ok {
+				fc := inventory.ForecastFromSums(inventory.TrendSums{N: t.N, SX: t.SX, SY: t.SY, SXY: t.SXY, SXX: t.SXX}, t.LastUsed, t.LastTotal)
+				st.Root = &fc
+			}
+			snap.Servers = append(snap.Servers, st)
 		}
 	}
 	if needFleet {
@@ -100,6 +102,53 @@ func (s *Service) Snapshot(ctx context.Context, rules []Rule) (Snapshot, []strin
 		}
 	}
 	return snap, notes, nil
+}
+
+// rootTrends returns the storage trend sums of "/" over the last
+// ForecastWindow days (today included) for ids. Daily aggregates change
+// only when the daily aggregation (or a direct replace) writes them, which
+// moves store.GenStorageDaily in the same transaction; while the
+// generation and the window's first day are unchanged, the sums of the
+// last load stay valid, and only servers not loaded yet are read.
+func (s *Service) rootTrends(ctx context.Context, ids []string, now time.Time) (map[string]store.StorageTrend, error) {
+	since := now.UTC().AddDate(0, 0, 1-inventory.ForecastWindow).Format("2006-01-02")
+	gen, err := s.store.Generation(ctx, store.GenStorageDaily)
+	if err != nil {
+		return nil, err
+	}
+	s.trendMu.Lock()
+	defer s.trendMu.Unlock()
+	c := &s.trends
+	if c.gen != gen || c.since != since || c.loaded == nil {
+		c.gen, c.since, c.trends, c.loaded = gen, since, map[string]store.StorageTrend{}, map[string]bool{}
+	}
+	var missing []string
+	for _, id := range ids {
+		if !c.loaded[id] {
+			missing = append(missing, id)
+		}
+	}
+	if len(missing) > 0 {
+		got, err := s.store.RootStorageTrends(ctx, missing, since)
+		if err != nil {
+			return nil, err
+		}
+		for _, id := range missing {
+			c.loaded[id] = true
+			if t, ok := got[id]; ok {
+				c.trends[id] = t
+			}
+		}
+	}
+	return maps.Clone(c.trends), nil // the caller reads it after the lock is released
+}
+
+// trendCache holds the storage trend sums of the last load (rootTrends).
+type trendCache struct {
+	gen    int64
+	since  string
+	trends map[string]store.StorageTrend
+	loaded map[string]bool // servers read, with or without history
 }
 
 // Evaluate runs every rule now and reconciles the open alerts: new
@@ -219,9 +268,9 @@ func (s *Service) Evaluate(ctx context.Context) (Report, error) {
 			}
 			s.log.Info("alert "+ev.Kind, "rule", ev.RuleName, "server_id", ev.Subject, "event_id", ev.ID, "channels", len(ev.Deliveries))
 		}
-		if len(made) > 0 {
-			s.wake() // the new deliveries are due now
-		}
+	}
+	if rep.Fired+rep.Repeated+rep.Resolved > 0 {
+		s.wake() // the new deliveries are due now; after the last batch, so sending never slows the evaluation
 	}
 	rep.DurationMS = time.Since(start).Milliseconds()
 	return rep, nil

@@ -63,6 +63,9 @@ type Service struct {
 	trigger chan struct{}
 	evalMu  sync.Mutex // one evaluation at a time per replica
 
+	trendMu sync.Mutex // guards trends
+	trends  trendCache
+
 	ctx    context.Context // deliveries' lifetime; Close cancels it
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // the pump and the lanes' workers

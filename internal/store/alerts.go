@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
 	"github.com/lcmproject/lcm/internal/domain"
@@ -316,6 +317,8 @@ func (s *Store) RecordTransitions(ctx context.Context, ts []Transition) ([]Alert
 	err := s.InTx(ctx, func(tx *Store) error {
 		made = made[:0]
 		db := tx.conn(ctx)
+		var events []alertEventRow
+		var deliveries []alertDeliveryRow
 		for _, t := range ts {
 			ev := t.Event
 			now := ev.CreatedAt.UTC()
@@ -348,21 +351,29 @@ func (s *Store) RecordTransitions(ctx context.Context, ts []Transition) ([]Alert
 			if n == 0 {
 				continue
 			}
-			if err := db.Create(&alertEventRow{ID: ev.ID, RuleID: ev.RuleID, RuleName: ev.RuleName, RuleType: ev.RuleType, Subject: ev.Subject,
-				ServerName: ev.ServerName, Kind: ev.Kind, Severity: ev.Severity, Message: ev.Message, CreatedAt: now}).Error; err != nil {
-				return err
-			}
+			events = append(events, alertEventRow{ID: ev.ID, RuleID: ev.RuleID, RuleName: ev.RuleName, RuleType: ev.RuleType, Subject: ev.Subject,
+				ServerName: ev.ServerName, Kind: ev.Kind, Severity: ev.Severity, Message: ev.Message, CreatedAt: now})
 			ev.CreatedAt = now
 			ev.Deliveries = nil
 			for _, c := range t.Channels {
 				d := alertDeliveryRow{ID: uuid.NewString(), EventID: ev.ID, ChannelID: c.ID, ChannelName: c.Name, Status: DeliveryPending,
 					NextAttemptAt: &now, UpdatedAt: now}
-				if err := db.Create(&d).Error; err != nil {
-					return err
-				}
+				deliveries = append(deliveries, d)
 				ev.Deliveries = append(ev.Deliveries, deliveryOf(d))
 			}
 			made = append(made, ev)
+		}
+		// The events and their deliveries in a few multi-row inserts: a
+		// first evaluation opens thousands of alerts at once.
+		if len(events) > 0 {
+			if err := db.CreateInBatches(events, 200).Error; err != nil {
+				return err
+			}
+		}
+		if len(deliveries) > 0 {
+			if err := db.CreateInBatches(deliveries, 200).Error; err != nil {
+				return err
+			}
 		}
 		return nil
 	})
@@ -554,18 +565,75 @@ func (s *Store) ManagedGroupIDs(ctx context.Context, userID string) ([]string, e
 	return ids, nil
 }
 
-// RootStorageDays returns the daily aggregates of "/" since a day
-// (YYYY-MM-DD) for the given servers, oldest first, keyed by server.
-func (s *Store) RootStorageDays(ctx context.Context, ids []string, sinceDay string) (map[string][]StorageDay, error) {
-	out := map[string][]StorageDay{}
+// GenStorageDaily names the generation of storage_daily: every write of
+// daily aggregates (the daily aggregation, a direct replace) moves it, in
+// the writing transaction.
+const GenStorageDaily = "storage_daily"
+
+func (s *Store) bumpGeneration(ctx context.Context, name string) error {
+	return mapErr(s.conn(ctx).Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "name"}},
+		DoUpdates: clause.Assignments(map[string]any{"gen": gorm.Expr("data_generations.gen + 1")})}).
+		Create(&dataGenerationRow{Name: name, Gen: 1}).Error, "data generation")
+}
+
+// Generation returns the current generation of name (0 before its first
+// write). Replicas share it through the database.
+func (s *Store) Generation(ctx context.Context, name string) (int64, error) {
+	var gens []int64
+	if err := s.conn(ctx).Model(&dataGenerationRow{}).Where("name = ?", name).Pluck("gen", &gens).Error; err != nil {
+		return 0, mapErr(err, "data generation")
+	}
+	if len(gens) == 0 {
+		return 0, nil
+	}
+	return gens[0], nil
+}
+
+// StorageTrend is the least-squares sums of a server's daily used bytes of
+// "/" (x: days since the first day asked for, y: the day's average used
+// bytes) with its last day's used and total bytes.
+type StorageTrend struct {
+	N                   int
+	SX, SY, SXY, SXX    float64
+	LastUsed, LastTotal int64
+	LastDay             string
+}
+
+// RootStorageTrends sums, per server in ids, the daily aggregates of "/"
+// from sinceDay (YYYY-MM-DD) on, in the database: one row per server
+// instead of one per day (10,000 servers × 30 days would be 300,000 rows
+// for the alert evaluation to read). The forecast from the sums is
+// inventory.ForecastFromSums, the same formula the storage history shows.
+func (s *Store) RootStorageTrends(ctx context.Context, ids []string, sinceDay string) (map[string]StorageTrend, error) {
+	x := "CAST(julianday(day) - julianday(?) AS INTEGER)"
+	if s.dialect == Postgres {
+		x = "(CAST(day AS date) - CAST(? AS date))"
+	}
+	q := `SELECT a.server_id, a.n, a.sx, a.sy, a.sxy, a.sxx, d.avg_used, d.total_bytes, a.last
+	FROM (SELECT server_id, COUNT(*) AS n, CAST(SUM(x) AS DOUBLE PRECISION) AS sx, CAST(SUM(avg_used) AS DOUBLE PRECISION) AS sy,
+			CAST(SUM(x * avg_used) AS DOUBLE PRECISION) AS sxy, CAST(SUM(x * x) AS DOUBLE PRECISION) AS sxx, MAX(day) AS last
+		FROM (SELECT server_id, day, avg_used, ` + x + ` AS x FROM storage_daily WHERE server_id IN ? AND mount = ? AND day >= ?) p
+		GROUP BY server_id) a
+	JOIN storage_daily d ON d.server_id = a.server_id AND d.mount = ? AND d.day = a.last`
+	out := make(map[string]StorageTrend, len(ids))
 	for lo := 0; lo < len(ids); lo += ingestBatch {
-		var rows []storageDailyRow
-		if err := s.conn(ctx).Omit("Server").Where("server_id IN ? AND mount = ? AND day >= ?", ids[lo:min(lo+ingestBatch, len(ids))], "/", sinceDay).
-			Order("server_id, day").Find(&rows).Error; err != nil {
+		rows, err := s.conn(ctx).Raw(q, sinceDay, ids[lo:min(lo+ingestBatch, len(ids))], "/", sinceDay, "/").Rows()
+		if err != nil {
 			return nil, mapErr(err, "storage daily")
 		}
-		for _, d := range rows {
-			out[d.ServerID] = append(out[d.ServerID], StorageDay{Day: d.Day, AvgUsed: d.AvgUsed, MaxUsed: d.MaxUsed, TotalBytes: d.TotalBytes, Samples: d.Samples})
+		for rows.Next() {
+			var id string
+			var t StorageTrend
+			if err := rows.Scan(&id, &t.N, &t.SX, &t.SY, &t.SXY, &t.SXX, &t.LastUsed, &t.LastTotal, &t.LastDay); err != nil {
+				rows.Close()
+				return nil, mapErr(err, "storage daily")
+			}
+			out[id] = t
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, mapErr(err, "storage daily")
 		}
 	}
 	return out, nil

@@ -93,6 +93,16 @@ type alertDeliveryRow struct {
 
 func (alertDeliveryRow) TableName() string { return "alert_deliveries" }
 
+// dataGenerationRow counts the writes of a table whose readers cache
+// derived data across replicas (the alert evaluation's storage trends):
+// a reader that saw the same generation may keep its copy.
+type dataGenerationRow struct {
+	Name string `gorm:"primaryKey;size:64"`
+	Gen  int64  `gorm:"not null"`
+}
+
+func (dataGenerationRow) TableName() string { return "data_generations" }
+
 var alertsMigrations = []Migration{
 	{ID: "alerts/001_channels_rules_events", Up: func(tx *gorm.DB) error {
 		return tx.AutoMigrate(&notificationChannelRow{}, &alertRuleRow{}, &alertOpenRow{}, &alertEventRow{}, &alertDeliveryRow{})
@@ -105,6 +115,9 @@ var alertsMigrations = []Migration{
 			return nil
 		}
 		return m.CreateIndex(&alertDeliveryRow{}, "alert_deliveries_queue")
+	}},
+	{ID: "alerts/003_data_generations", Up: func(tx *gorm.DB) error {
+		return tx.AutoMigrate(&dataGenerationRow{})
 	}},
 }
 
