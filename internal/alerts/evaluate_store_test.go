@@ -4,6 +4,9 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -140,6 +143,80 @@ func TestForecastRuleFollowsNewHistory(t *testing.T) {
 			history(0)
 			if rep, err := other.Evaluate(ctx); err != nil || rep.Resolved != 1 {
 				t.Fatalf("the other replica after a flat history: %+v %v", rep, err)
+			}
+		})
+	}
+}
+
+// TestReplicasNotifyOnce: two replicas' services evaluate the same fleet
+// at the same moment, three times — alerts open, repeat after the
+// cooldown, resolve — and every alert has exactly one event of each kind
+// (the transitions are conditional writes in batches). SQLite and
+// PostgreSQL.
+func TestReplicasNotifyOnce(t *testing.T) {
+	for _, db := range testutil.Databases(t) {
+		t.Run(db.Name, func(t *testing.T) {
+			e := newEnv(t, db.URL, nil)
+			ctx := context.Background()
+			var ids []string
+			for i := range 40 {
+				id := e.server(t, "twin-"+strconv.Itoa(i))
+				e.unreachable(t, id, true)
+				ids = append(ids, id)
+			}
+			e.rule(t, alerts.TypeServerUnreachable)
+			other := alerts.New(e.st, alerts.Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: e.clock.now})
+			t.Cleanup(other.Close)
+			both := func() (alerts.Report, alerts.Report) {
+				t.Helper()
+				var wg sync.WaitGroup
+				var r1, r2 alerts.Report
+				var err1, err2 error
+				wg.Add(2)
+				go func() { defer wg.Done(); r1, err1 = e.svc.Evaluate(ctx) }()
+				go func() { defer wg.Done(); r2, err2 = other.Evaluate(ctx) }()
+				wg.Wait()
+				if err1 != nil || err2 != nil {
+					t.Fatalf("evaluations: %v, %v", err1, err2)
+				}
+				return r1, r2
+			}
+			count := func(kind string) int {
+				t.Helper()
+				evs, err := e.svc.Events(ctx, e.admin, store.AlertEventFilter{Kind: kind, Limit: 500})
+				if err != nil {
+					t.Fatal(err)
+				}
+				seen := map[string]int{}
+				for _, ev := range evs {
+					seen[ev.Subject]++
+				}
+				for _, id := range ids {
+					if seen[id] != 1 {
+						t.Fatalf("%s events of %s: %d, want 1", kind, id, seen[id])
+					}
+				}
+				return len(evs)
+			}
+			if a, b := both(); a.Fired+b.Fired != len(ids) {
+				t.Fatalf("fired %d + %d, want %d together", a.Fired, b.Fired, len(ids))
+			}
+			count(store.AlertFiring)
+			e.clock.advance(alerts.DefaultCooldown + time.Minute)
+			if a, b := both(); a.Repeated+b.Repeated != len(ids) {
+				t.Fatalf("repeated %d + %d, want %d together", a.Repeated, b.Repeated, len(ids))
+			}
+			count(store.AlertRepeat)
+			for _, id := range ids {
+				e.unreachable(t, id, false)
+			}
+			if a, b := both(); a.Resolved+b.Resolved != len(ids) {
+				t.Fatalf("resolved %d + %d, want %d together", a.Resolved, b.Resolved, len(ids))
+			}
+			count(store.AlertResolved)
+			evs, err := e.svc.Events(ctx, e.admin, store.AlertEventFilter{Kind: store.AlertResolved, Limit: 1})
+			if err != nil || len(evs) != 1 || !strings.HasPrefix(evs[0].Message, "Resolved: The server is unreachable") {
+				t.Fatalf("resolved message: %+v %v", evs, err)
 			}
 		})
 	}

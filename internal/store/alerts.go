@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -319,52 +320,36 @@ func (s *Store) RecordTransitions(ctx context.Context, ts []Transition) ([]Alert
 		db := tx.conn(ctx)
 		var events []alertEventRow
 		var deliveries []alertDeliveryRow
-		for _, t := range ts {
-			ev := t.Event
-			now := ev.CreatedAt.UTC()
-			ev.ID = uuid.NewString()
-			var n int64
-			switch ev.Kind {
-			case AlertFiring:
-				res := db.Clauses(clause.OnConflict{DoNothing: true}).Create(&alertOpenRow{RuleID: ev.RuleID, Subject: ev.Subject,
-					OpenedAt: now, LastNotifiedAt: now, Message: ev.Message})
-				if res.Error != nil {
-					return res.Error
-				}
-				n = res.RowsAffected
-			case AlertRepeat:
-				res := db.Model(&alertOpenRow{}).Where("rule_id = ? AND subject = ? AND last_notified_at = ?", ev.RuleID, ev.Subject, t.PrevNotified.UTC()).
-					Updates(map[string]any{"last_notified_at": now, "message": ev.Message})
-				if res.Error != nil {
-					return res.Error
-				}
-				n = res.RowsAffected
-			case AlertResolved:
-				res := db.Where("rule_id = ? AND subject = ?", ev.RuleID, ev.Subject).Delete(&alertOpenRow{})
-				if res.Error != nil {
-					return res.Error
-				}
-				n = res.RowsAffected
-			default:
-				return fmt.Errorf("store: unknown alert transition %q", ev.Kind)
+		// Each kind's conditional writes go out as one statement per chunk
+		// (RETURNING names the rows this caller changed): a first evaluation
+		// opens thousands of alerts, a repeat wave touches them all.
+		const chunk = 300
+		for lo := 0; lo < len(ts); lo += chunk {
+			part := ts[lo:min(lo+chunk, len(ts))]
+			done, err := applyTransitions(db, part)
+			if err != nil {
+				return err
 			}
-			if n == 0 {
-				continue
+			for _, t := range part {
+				ev := t.Event
+				if !done[openKey{ev.RuleID, ev.Subject}] {
+					continue
+				}
+				now := ev.CreatedAt.UTC()
+				ev.ID = uuid.NewString()
+				events = append(events, alertEventRow{ID: ev.ID, RuleID: ev.RuleID, RuleName: ev.RuleName, RuleType: ev.RuleType, Subject: ev.Subject,
+					ServerName: ev.ServerName, Kind: ev.Kind, Severity: ev.Severity, Message: ev.Message, CreatedAt: now})
+				ev.CreatedAt = now
+				ev.Deliveries = nil
+				for _, c := range t.Channels {
+					d := alertDeliveryRow{ID: uuid.NewString(), EventID: ev.ID, ChannelID: c.ID, ChannelName: c.Name, Status: DeliveryPending,
+						NextAttemptAt: &now, UpdatedAt: now}
+					deliveries = append(deliveries, d)
+					ev.Deliveries = append(ev.Deliveries, deliveryOf(d))
+				}
+				made = append(made, ev)
 			}
-			events = append(events, alertEventRow{ID: ev.ID, RuleID: ev.RuleID, RuleName: ev.RuleName, RuleType: ev.RuleType, Subject: ev.Subject,
-				ServerName: ev.ServerName, Kind: ev.Kind, Severity: ev.Severity, Message: ev.Message, CreatedAt: now})
-			ev.CreatedAt = now
-			ev.Deliveries = nil
-			for _, c := range t.Channels {
-				d := alertDeliveryRow{ID: uuid.NewString(), EventID: ev.ID, ChannelID: c.ID, ChannelName: c.Name, Status: DeliveryPending,
-					NextAttemptAt: &now, UpdatedAt: now}
-				deliveries = append(deliveries, d)
-				ev.Deliveries = append(ev.Deliveries, deliveryOf(d))
-			}
-			made = append(made, ev)
 		}
-		// The events and their deliveries in a few multi-row inserts: a
-		// first evaluation opens thousands of alerts at once.
 		if len(events) > 0 {
 			if err := db.CreateInBatches(events, 200).Error; err != nil {
 				return err
@@ -381,6 +366,107 @@ func (s *Store) RecordTransitions(ctx context.Context, ts []Transition) ([]Alert
 		return nil, mapErr(err, "alert event")
 	}
 	return made, nil
+}
+
+type openKey struct{ rule, subject string }
+
+// applyTransitions applies the state changes of ts (distinct alerts) and
+// returns the alerts this caller changed: firing inserts the open alert
+// (nothing when it is open already), repeat moves last_notified_at only
+// from the value the caller saw, resolved deletes it (nothing when another
+// replica did). PostgreSQL and SQLite (3.35+) both return the changed rows.
+func applyTransitions(db *gorm.DB, ts []Transition) (map[openKey]bool, error) {
+	done := map[openKey]bool{}
+	var firing, repeat, resolved []Transition
+	for _, t := range ts {
+		switch t.Event.Kind {
+		case AlertFiring:
+			firing = append(firing, t)
+		case AlertRepeat:
+			repeat = append(repeat, t)
+		case AlertResolved:
+			resolved = append(resolved, t)
+		default:
+			return nil, fmt.Errorf("store: unknown alert transition %q", t.Event.Kind)
+		}
+	}
+	collect := func(q string, args []any) error {
+		rows, err := db.Raw(q, args...).Rows()
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var k openKey
+			if err := rows.Scan(&k.rule, &k.subject); err != nil {
+				return err
+			}
+			done[k] = true
+		}
+		return rows.Err()
+	}
+	if len(firing) > 0 {
+		var b strings.Builder
+		args := make([]any, 0, 5*len(firing))
+		b.WriteString("INSERT INTO alert_open (rule_id, subject, opened_at, last_notified_at, message) VALUES ")
+		for i, t := range firing {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString("(?, ?, ?, ?, ?)")
+			now := t.Event.CreatedAt.UTC()
+			args = append(args, t.Event.RuleID, t.Event.Subject, now, now, t.Event.Message)
+		}
+		b.WriteString(" ON CONFLICT (rule_id, subject) DO NOTHING RETURNING rule_id, subject")
+		if err := collect(b.String(), args); err != nil {
+			return nil, err
+		}
+	}
+	if len(repeat) > 0 {
+		// One notification time per evaluation; the message per alert.
+		var msg, in strings.Builder
+		var msgArgs, inArgs []any
+		msg.WriteString("CASE")
+		for i, t := range repeat {
+			if i > 0 {
+				in.WriteString(", ")
+			}
+			msg.WriteString(" WHEN rule_id = ? AND subject = ? THEN ?")
+			msgArgs = append(msgArgs, t.Event.RuleID, t.Event.Subject, t.Event.Message)
+			in.WriteString("(?, ?, ?)")
+			inArgs = append(inArgs, t.Event.RuleID, t.Event.Subject, t.PrevNotified.UTC())
+		}
+		msg.WriteString(" ELSE message END")
+		// Every repeat of one call shares the evaluation's time (checked).
+		now := repeat[0].Event.CreatedAt.UTC()
+		for _, t := range repeat {
+			if !t.Event.CreatedAt.Equal(repeat[0].Event.CreatedAt) {
+				return nil, fmt.Errorf("store: repeats of one call must share their time")
+			}
+		}
+		args := append([]any{now}, msgArgs...)
+		args = append(args, inArgs...)
+		q := "UPDATE alert_open SET last_notified_at = ?, message = " + msg.String() +
+			" WHERE (rule_id, subject, last_notified_at) IN (" + in.String() + ") RETURNING rule_id, subject"
+		if err := collect(q, args); err != nil {
+			return nil, err
+		}
+	}
+	if len(resolved) > 0 {
+		var in strings.Builder
+		args := make([]any, 0, 2*len(resolved))
+		for i, t := range resolved {
+			if i > 0 {
+				in.WriteString(", ")
+			}
+			in.WriteString("(?, ?)")
+			args = append(args, t.Event.RuleID, t.Event.Subject)
+		}
+		if err := collect("DELETE FROM alert_open WHERE (rule_id, subject) IN ("+in.String()+") RETURNING rule_id, subject", args); err != nil {
+			return nil, err
+		}
+	}
+	return done, nil
 }
 
 // Delivery states.
