@@ -691,9 +691,16 @@ type StorageTrend struct {
 // for the alert evaluation to read). The forecast from the sums is
 // inventory.ForecastFromSums, the same formula the storage history shows.
 func (s *Store) RootStorageTrends(ctx context.Context, ids []string, sinceDay string) (map[string]StorageTrend, error) {
-	x := "CAST(julianday(day) - julianday(?) AS INTEGER)"
+	// x: whole days since sinceDay. SQLite compares Julian day numbers
+	// (the first one computed here once, not per row).
+	since, err := time.Parse(dayFormat, sinceDay)
+	if err != nil {
+		return nil, domain.Invalid("invalid_day", "sinceDay must be YYYY-MM-DD")
+	}
+	var sinceArg any = float64(since.Unix())/86400 + 2440587.5
+	x := "CAST(julianday(day) - ? AS INTEGER)"
 	if s.dialect == Postgres {
-		x = "(CAST(day AS date) - CAST(? AS date))"
+		x, sinceArg = "(CAST(day AS date) - CAST(? AS date))", sinceDay
 	}
 	q := `SELECT a.server_id, a.n, a.sx, a.sy, a.sxy, a.sxx, d.avg_used, d.total_bytes, a.last
 	FROM (SELECT server_id, COUNT(*) AS n, CAST(SUM(x) AS DOUBLE PRECISION) AS sx, CAST(SUM(avg_used) AS DOUBLE PRECISION) AS sy,
@@ -703,7 +710,7 @@ func (s *Store) RootStorageTrends(ctx context.Context, ids []string, sinceDay st
 	JOIN storage_daily d ON d.server_id = a.server_id AND d.mount = ? AND d.day = a.last`
 	out := make(map[string]StorageTrend, len(ids))
 	for lo := 0; lo < len(ids); lo += ingestBatch {
-		rows, err := s.conn(ctx).Raw(q, sinceDay, ids[lo:min(lo+ingestBatch, len(ids))], "/", sinceDay, "/").Rows()
+		rows, err := s.conn(ctx).Raw(q, sinceArg, ids[lo:min(lo+ingestBatch, len(ids))], "/", sinceDay, "/").Rows()
 		if err != nil {
 			return nil, mapErr(err, "storage daily")
 		}
