@@ -207,7 +207,7 @@ func benchMCP(b *testing.B, dbURL string) {
 			d, _ := call(tc.cs, tc.name, tc.args)
 			lat = append(lat, d)
 		}
-		cpu := float64((cpuTime()-c0).Microseconds()) / 1000 / float64(len(lat))
+		cpu := float64((cpuTime() - c0).Microseconds()) / 1000 / float64(len(lat))
 		b.StopTimer()
 		b.Logf("%s %s over %d servers (%d visible to the manager): p50 %.2f ms, p99 %.2f ms, process CPU %.2f ms a call (client and server)",
 			tc.who, tc.name, n, len(mine), pct(lat, 0.5), pct(lat, 0.99), cpu)
