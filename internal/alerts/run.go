@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"sync"
 	"time"
 
 	"github.com/lcmproject/lcm/internal/inventory"
@@ -47,28 +48,46 @@ func (s *Service) Snapshot(ctx context.Context, rules []Rule) (Snapshot, []strin
 		if err != nil {
 			return snap, nil, err
 		}
-		inputs, err := s.store.LoadStatusInputsMany(ctx, ids)
-		if err != nil {
-			return snap, nil, err
-		}
-		groups, err := s.store.GroupServerIDs(ctx)
-		if err != nil {
-			return snap, nil, err
-		}
-		if snap.Paused, err = s.store.InMaintenance(ctx, ids, now); err != nil {
-			return snap, nil, err
-		}
-		var trends map[string]store.StorageTrend
+		// The reads are independent: the storage trends (the largest, on a
+		// cold cache) load beside the status inputs, on another core and
+		// another database connection.
+		var (
+			inputs   map[string]store.StatusInputs
+			groups   map[string][]string
+			trends   map[string]store.StorageTrend
+			early    map[string][]store.EarlyWarning
+			trendErr error
+			wg       sync.WaitGroup
+		)
 		if needStorage {
-			if trends, err = s.rootTrends(ctx, ids, now); err != nil {
-				return snap, nil, err
-			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				trends, trendErr = s.rootTrends(ctx, ids, now)
+			}()
 		}
-		var early map[string][]store.EarlyWarning
-		if needEarly {
-			if early, err = s.store.OpenEarlyWarnings(ctx); err != nil {
-				return snap, nil, err
+		err = func() error {
+			var err error
+			if inputs, err = s.store.LoadStatusInputsMany(ctx, ids); err != nil {
+				return err
 			}
+			if groups, err = s.store.GroupServerIDs(ctx); err != nil {
+				return err
+			}
+			if snap.Paused, err = s.store.InMaintenance(ctx, ids, now); err != nil {
+				return err
+			}
+			if needEarly {
+				early, err = s.store.OpenEarlyWarnings(ctx)
+			}
+			return err
+		}()
+		wg.Wait()
+		if err == nil {
+			err = trendErr
+		}
+		if err != nil {
+			return snap, nil, err
 		}
 		snap.Servers = make([]ServerState, 0, len(ids))
 		for _, id := range ids {
