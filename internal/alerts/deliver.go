@@ -7,6 +7,7 @@ import (
 
 	"github.com/lcmproject/lcm/internal/domain"
 	"github.com/lcmproject/lcm/internal/notify"
+	"github.com/lcmproject/lcm/internal/safe"
 	"github.com/lcmproject/lcm/internal/store"
 )
 
@@ -83,7 +84,8 @@ func (s *Service) pump() {
 		case <-t.C:
 		case <-s.pumpWake:
 		}
-		s.claimRound()
+		// A panic ends this round (recovered and counted); the pump goes on.
+		safe.Do("alert delivery pump", s.claimRound)
 		if !t.Stop() {
 			select {
 			case <-t.C:
@@ -177,7 +179,9 @@ func (s *Service) worker(l *lane) {
 		case <-s.ctx.Done():
 			return
 		case d := <-l.work:
-			s.deliver(d)
+			// A panic ends this attempt (recovered and counted); the lease
+			// runs out and the delivery is claimed again.
+			safe.Do("alert delivery", func() { s.deliver(d) })
 			s.laneMu.Lock()
 			l.inFlight--
 			s.laneMu.Unlock()
