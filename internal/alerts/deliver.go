@@ -130,24 +130,29 @@ func (s *Service) fill(ctx context.Context, channelID string, now time.Time, min
 			return nil
 		}
 		l.claiming = true
+		defer func() { // also after a panic: the lane must not stay claimed
+			s.laneMu.Lock()
+			l.claiming = false
+			s.laneMu.Unlock()
+		}()
 	}
 	s.laneMu.Unlock()
 	ds, err := s.store.ClaimDueDeliveries(ctx, channelID, now, now.Add(leaseFor), free)
-	if l == nil && len(ds) > 0 {
-		l = s.startLane(channelID)
-	}
-	if l != nil {
-		s.laneMu.Lock()
-		l.claiming = false
-		l.inFlight += len(ds)
-		s.laneMu.Unlock()
-	}
 	if err != nil {
 		if ctx.Err() == nil {
 			s.log.Warn("claiming alert deliveries failed", "channel_id", channelID, "err", err)
 		}
 		return err
 	}
+	if len(ds) == 0 {
+		return nil
+	}
+	if l == nil {
+		l = s.startLane(channelID)
+	}
+	s.laneMu.Lock()
+	l.inFlight += len(ds)
+	s.laneMu.Unlock()
 	for _, d := range ds {
 		l.work <- d // room was reserved: never blocks
 	}
