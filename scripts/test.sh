@@ -17,7 +17,7 @@ log() { printf '\n=== %s ===\n' "$*"; }
 # systemd-analyze to verify the agent's unit, python3-paho-mqtt for the
 # hostile MQTT client battery against the agent gateway, podman with
 # podman-compose and the dnsname CNI plugin for the compose stack,
-# nats-server for the three-node cluster tests, rpm for the RPM
+# nats-server for the three-node cluster and two-replica tests, rpm for the RPM
 # version-ordering property test.
 packages=(openssh-server openssh-client sudo debootstrap debian-archive-keyring util-linux iproute2 procps
   ffmpeg espeak-ng pocketsphinx pocketsphinx-en-us dnsutils bind9-utils python3-aiosmtpd chromium ansible

@@ -30,6 +30,14 @@ type simHost struct {
 // hosts and returns them.
 func startFleetsim(t *testing.T, n int, args ...string) []simHost {
 	t.Helper()
+	hosts, _ := startFleetsimStoppable(t, n, args...)
+	return hosts
+}
+
+// startFleetsimStoppable is startFleetsim that also returns a function
+// ending the process (its hosts then refuse connections).
+func startFleetsimStoppable(t *testing.T, n int, args ...string) ([]simHost, func()) {
+	t.Helper()
 	bin := filepath.Join(t.TempDir(), "fleetsim")
 	if out, err := exec.Command("go", "build", "-o", bin, "github.com/lcmproject/lcm/cmd/fleetsim").CombinedOutput(); err != nil {
 		t.Fatalf("build fleetsim: %v\n%s", err, out)
@@ -44,7 +52,9 @@ func startFleetsim(t *testing.T, n int, args ...string) []simHost {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cancel(); _ = cmd.Wait() })
+	var once sync.Once
+	stop := func() { once.Do(func() { cancel(); _ = cmd.Wait() }) }
+	t.Cleanup(stop)
 	var hosts []simHost
 	sc := bufio.NewScanner(stdout)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
@@ -59,7 +69,7 @@ func startFleetsim(t *testing.T, n int, args ...string) []simHost {
 		t.Fatalf("fleetsim printed %d of %d hosts", len(hosts), n)
 	}
 	go func() { _, _ = bufio.NewReader(stdout).WriteTo(discard{}) }()
-	return hosts
+	return hosts, stop
 }
 
 type discard struct{}

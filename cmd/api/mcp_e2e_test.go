@@ -2,19 +2,29 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/crypto/ssh"
 
+	"github.com/lcmproject/lcm/internal/auth"
+	"github.com/lcmproject/lcm/internal/store"
 	"github.com/lcmproject/lcm/internal/testutil"
+	"github.com/lcmproject/lcm/internal/testutil/storetest"
 )
 
 // bearerTransport adds an Authorization header to every request.
@@ -76,7 +86,9 @@ func TestMCPListenerE2E(t *testing.T) {
 	port := testutil.FreePort(t)
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	url := "http://" + addr + "/mcp"
-	a := testutil.StartAPI(t, testutil.APIOptions{Dev: true, Args: []string{"--demo"}, Config: map[string]any{"mcp_port": port}})
+	hosts := startFleetsim(t, 2)
+	a := testutil.StartAPI(t, testutil.APIOptions{Dev: true, Args: []string{"--demo"}, Config: map[string]any{"mcp_port": port,
+		"agent_port": testutil.FreePort(t), "agent_host": "127.0.0.1"}})
 	tok := login(t, a, "admin", a.AdminPassword)
 
 	if !refused(addr) {
@@ -92,10 +104,45 @@ func TestMCPListenerE2E(t *testing.T) {
 	if resp, body := a.Do("PUT", "/api/v1/settings/mcp", tok, map[string]any{"enabled": "yes"}, nil); resp.StatusCode != 400 {
 		t.Fatalf("PUT with a string: %d %s", resp.StatusCode, body)
 	}
-	if resp, body := a.Do("PUT", "/api/v1/settings/mcp", tok, map[string]any{"enabled": true}, &st); resp.StatusCode != 200 || !st.Listening {
-		t.Fatalf("PUT enabled: %d %s", resp.StatusCode, body)
+	// Another program holds the port: the setting is saved, the answer is
+	// 503 mcp_listen_failed and GET names the reason; once the port is
+	// free the listener binds by itself (the replica follows the setting).
+	occupier, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
 	}
-	testutil.WaitFor(t, 5*time.Second, "MCP listener up", func() bool { return !refused(addr) })
+	if resp, body := a.Do("PUT", "/api/v1/settings/mcp", tok, map[string]any{"enabled": true}, nil); resp.StatusCode != 503 ||
+		!strings.Contains(string(body), `"code":"mcp_listen_failed"`) || !strings.Contains(string(body), "already in use") {
+		t.Fatalf("PUT enabled with the port taken: %d %s", resp.StatusCode, body)
+	}
+	var stErr struct {
+		Enabled, Listening bool
+		Error              string
+	}
+	if resp, body := a.Do("GET", "/api/v1/settings/mcp", tok, nil, &stErr); resp.StatusCode != 200 || !stErr.Enabled || stErr.Listening ||
+		!strings.Contains(stErr.Error, addr+" is already in use") {
+		t.Fatalf("GET settings/mcp with the port taken: %d %s", resp.StatusCode, body)
+	}
+	occupier.Close()
+	testutil.WaitFor(t, 10*time.Second, "MCP listener binds once the port is free", func() bool {
+		stErr.Error = "" // omitted once there is none
+		a.Do("GET", "/api/v1/settings/mcp", tok, nil, &stErr)
+		return stErr.Listening && stErr.Error == "" && !refused(addr)
+	})
+
+	// The seeded fleet beyond the demo servers: two simulated Debian hosts
+	// joined with a bootstrap password (LCM generates and installs its own
+	// management key and pins the host key) and an agent server with an
+	// issued agent token. Their secrets are searched for below.
+	onboardSim(t, a, tok, hosts)
+	var agentSrv struct{ ID string }
+	if r, body := a.Do("POST", "/api/v1/servers/agent", tok, map[string]any{"name": "mcp-agent-01"}, &agentSrv); r.StatusCode != http.StatusCreated {
+		t.Fatalf("create agent server: %d %s", r.StatusCode, body)
+	}
+	var agentTok struct{ Token string }
+	if r, body := a.Do("POST", "/api/v1/servers/"+agentSrv.ID+"/agent-token", tok, nil, &agentTok); r.StatusCode != http.StatusCreated || agentTok.Token == "" {
+		t.Fatalf("agent token: %d %s", r.StatusCode, body)
+	}
 
 	newKey := func(token, scope string) (id, key string) {
 		var k struct{ ID, Key string }
@@ -106,9 +153,12 @@ func TestMCPListenerE2E(t *testing.T) {
 	}
 	_, mcpKey := newKey(tok, "mcp")
 	_, rwKey := newKey(tok, "readwrite")
+	_, readKey := newKey(tok, "read")
+	expiredKey := expiredMCPKey(t, a, tok)
 
-	// Credentials other than an mcp key are refused with 401.
-	for name, cred := range map[string]string{"none": "", "session token": tok, "readwrite key": rwKey, "garbage": "lcm_nope"} {
+	// Credentials other than an active mcp key are refused with 401.
+	for name, cred := range map[string]string{"none": "", "session token": tok, "readwrite key": rwKey, "read key": readKey,
+		"expired mcp key": expiredKey, "garbage": "lcm_nope"} {
 		req, _ := http.NewRequest("POST", url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
@@ -213,12 +263,34 @@ func TestMCPListenerE2E(t *testing.T) {
 	}
 	var sum struct {
 		Total, Reachable, Unreachable int
-		ServersWithCriticalCVE        int `json:"servers_with_critical_cve"`
-		UpdatesAvailable              int `json:"updates_available"`
+		NotContacted                  int            `json:"not_contacted"`
+		ByStatus                      map[string]int `json:"by_status"`
+		ServersWithCriticalCVE        int            `json:"servers_with_critical_cve"`
+		UpdatesAvailable              int            `json:"updates_available"`
 	}
 	outputs = append(outputs, callTool(t, cs, "fleet_summary", nil, &sum))
-	if sum.Total != len(rest) || sum.Reachable+sum.Unreachable != sum.Total || sum.ServersWithCriticalCVE != 1 || sum.UpdatesAvailable == 0 {
-		t.Fatalf("fleet_summary: %+v", sum)
+	restUnreachable := 0
+	for _, s := range rest {
+		if s["status"] == "unreachable" {
+			restUnreachable++
+		}
+	}
+	if sum.Total != len(rest) || sum.Reachable+sum.Unreachable+sum.NotContacted != sum.Total || sum.NotContacted < 1 ||
+		sum.Unreachable != restUnreachable || sum.ByStatus["unreachable"] != restUnreachable ||
+		sum.ServersWithCriticalCVE != 1 || sum.UpdatesAvailable == 0 {
+		t.Fatalf("fleet_summary: %+v (REST: %d servers, %d unreachable)", sum, len(rest), restUnreachable)
+	}
+	var sim struct {
+		Reachable      bool    `json:"reachable"`
+		Joined         bool    `json:"joined"`
+		OSName         string  `json:"os_name"`
+		FirewallActive *bool   `json:"firewall_active"`
+		FirewallTool   *string `json:"firewall_tool"`
+		HardeningIndex *int    `json:"hardening_index"`
+	}
+	outputs = append(outputs, callTool(t, cs, "get_server", map[string]any{"name": "sim-0"}, &sim))
+	if !sim.Joined || !sim.Reachable || sim.OSName == "" || sim.FirewallActive == nil || sim.FirewallTool == nil {
+		t.Fatalf("get_server sim-0: %+v", sim)
 	}
 	var vulns struct {
 		Findings []struct {
@@ -247,21 +319,10 @@ func TestMCPListenerE2E(t *testing.T) {
 	}
 	outputs = append(outputs, res.Contents[0].Text)
 
-	// No output carries a secret field or a known secret value.
-	all := strings.Join(outputs, "\n")
-	secrets := []string{mcpKey, rwKey, tok, a.AdminPassword}
-	for _, s := range rest {
-		if fp, _ := s["host_key_fingerprint"].(string); fp != "" {
-			secrets = append(secrets, fp)
-		}
-	}
-	for _, s := range secrets {
-		if s != "" && strings.Contains(all, s) {
-			t.Fatalf("an MCP output contains a secret value %q…", s[:min(8, len(s))])
-		}
-	}
+	// No output carries a secret field (the values are searched for at
+	// the end, read back from the server's own store).
 	for _, field := range []string{"password", "private_key", "public_key", "host_key", "fingerprint", "token", "login_user", "username", "secret"} {
-		if strings.Contains(strings.ToLower(all), `"`+field) {
+		if strings.Contains(strings.ToLower(strings.Join(outputs, "\n")), `"`+field) {
 			t.Fatalf("an MCP output has a field starting with %q", field)
 		}
 	}
@@ -299,7 +360,7 @@ func TestMCPListenerE2E(t *testing.T) {
 		t.Fatal(err)
 	}
 	var kimPage page
-	callTool(t, csKim, "list_servers", map[string]any{}, &kimPage)
+	outputs = append(outputs, callTool(t, csKim, "list_servers", map[string]any{}, &kimPage))
 	if kimPage.Total != len(mine) || len(kimPage.Servers) != len(mine) {
 		t.Fatalf("manager's key sees %d servers (total %d), want the %d of its group", len(kimPage.Servers), kimPage.Total, len(mine))
 	}
@@ -332,6 +393,68 @@ func TestMCPListenerE2E(t *testing.T) {
 	if _, err := mcpConnect(t, url, key2); err == nil {
 		t.Fatal("a revoked key still connects")
 	}
+	if code, body := rawMCP(t, url, key2, ""); code != http.StatusUnauthorized || !strings.Contains(body, `"code":"invalid_api_key"`) {
+		t.Fatalf("revoked key: %d %s", code, body)
+	}
+
+	// The allowlist applies on the MCP port: a client from 127.0.0.200 is
+	// refused once allowed_ips admits only 127.0.0.1 (this test's address
+	// for REST), before its key is even looked at.
+	if code, _ := rawMCP(t, url, mcpKey, "127.0.0.200"); code != http.StatusOK {
+		t.Fatalf("from 127.0.0.200 before the allowlist: %d", code)
+	}
+	if resp, body := a.Do("PATCH", "/api/v1/settings/security", tok, map[string]any{"allowed_ips": []string{"127.0.0.1"}}, nil); resp.StatusCode != 200 {
+		t.Fatalf("allowlist: %d %s", resp.StatusCode, body)
+	}
+	testutil.WaitFor(t, 5*time.Second, "the allowlist reaches the MCP listener", func() bool {
+		code, body := rawMCP(t, url, mcpKey, "127.0.0.200")
+		return code == http.StatusForbidden && strings.Contains(body, `"code":"ip_not_allowed"`)
+	})
+	if code, _ := rawMCP(t, url, mcpKey, ""); code != http.StatusOK {
+		t.Fatalf("from 127.0.0.1 with the allowlist: %d", code)
+	}
+	if resp, body := a.Do("PATCH", "/api/v1/settings/security", tok, map[string]any{"allowed_ips": []string{}}, nil); resp.StatusCode != 200 {
+		t.Fatalf("allowlist cleared: %d %s", resp.StatusCode, body)
+	}
+
+	// The API-key rate limit applies on the MCP port, per key, counted
+	// before the key is checked: with a limit of 3 a fresh key gets 429
+	// rate_limited with Retry-After within two one-minute windows' worth.
+	if resp, body := a.Do("PATCH", "/api/v1/settings/security", tok, map[string]any{"api_key_rate_limit_per_minute": 3}, nil); resp.StatusCode != 200 {
+		t.Fatalf("rate limit: %d %s", resp.StatusCode, body)
+	}
+	_, limited := newKey(tok, "mcp")
+	admitted, got429 := 0, false
+	time.Sleep(1100 * time.Millisecond) // the security settings are cached for 1 s per replica
+	for i := 0; i < 7 && !got429; i++ {
+		req, _ := http.NewRequest("POST", url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+limited)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		switch resp.StatusCode {
+		case http.StatusOK:
+			admitted++
+		case http.StatusTooManyRequests:
+			got429 = true
+			if !strings.Contains(string(b), `"code":"rate_limited"`) || resp.Header.Get("Retry-After") == "" {
+				t.Fatalf("429 without its code or Retry-After: %q %s", resp.Header.Get("Retry-After"), b)
+			}
+		default:
+			t.Fatalf("rate-limited key: %d %s", resp.StatusCode, b)
+		}
+	}
+	if !got429 || admitted < 3 {
+		t.Fatalf("rate limit 3: %d admitted, 429 seen %v", admitted, got429)
+	}
+	if resp, body := a.Do("PATCH", "/api/v1/settings/security", tok, map[string]any{"api_key_rate_limit_per_minute": 120}, nil); resp.StatusCode != 200 {
+		t.Fatalf("rate limit restored: %d %s", resp.StatusCode, body)
+	}
 
 	// Off closes the port.
 	if resp, body := a.Do("PUT", "/api/v1/settings/mcp", tok, map[string]any{"enabled": false}, &st); resp.StatusCode != 200 || st.Listening {
@@ -342,7 +465,7 @@ func TestMCPListenerE2E(t *testing.T) {
 	var audit struct {
 		Items []struct{ Action string } `json:"items"`
 	}
-	a.Do("GET", "/api/v1/audit?limit=50", tok, nil, &audit)
+	a.Do("GET", "/api/v1/audit?limit=200&action=settings.mcp_updated", tok, nil, &audit)
 	n := 0
 	for _, e := range audit.Items {
 		if e.Action == "settings.mcp_updated" {
@@ -352,4 +475,188 @@ func TestMCPListenerE2E(t *testing.T) {
 	if n != 2 {
 		t.Fatalf("audit has %d settings.mcp_updated entries, want 2", n)
 	}
+
+	// No output carries a known secret of the fleet, read back from the
+	// server's own store once the process stopped: every server's
+	// management private key (by the lines of its body, and its public
+	// half), pending and bootstrap keys, login and bootstrap passwords, the
+	// pinned host key and its fingerprint; the agent token; the keys, the
+	// session token and the admin password.
+	if err := a.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	secrets := map[string]string{"mcp key": mcpKey, "readwrite key": rwKey, "read key": readKey, "session token": tok,
+		"admin password": a.AdminPassword, "bootstrap password": "bootstrap-secret", "agent token": agentTok.Token}
+	db := storetest.OpenIn(t, "", filepath.Join(a.Dir, "data"))
+	keys := 0
+	for _, s := range rest {
+		id := s["id"].(string)
+		srv, sec, err := db.ServerSecretsOf(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := srv.Name
+		secrets[name+" host key fingerprint"] = srv.HostKeyFingerprint
+		if f := strings.Fields(srv.HostKey); len(f) >= 2 {
+			secrets[name+" host key"] = f[1]
+		}
+		for what, v := range map[string]string{"login password": sec.LoginPassword, "bootstrap password": sec.BootstrapPassword} {
+			secrets[name+" "+what] = v
+		}
+		for what, pem := range map[string]string{"private key": sec.PrivateKey, "pending key": sec.PendingKey, "bootstrap key": sec.BootstrapKey} {
+			if pem == "" {
+				continue
+			}
+			keys++
+			for i, line := range strings.Split(pem, "\n") {
+				if len(line) >= 40 && !strings.HasPrefix(line, "-----") {
+					secrets[fmt.Sprintf("%s %s line %d", name, what, i)] = line
+				}
+			}
+			if signer, err := ssh.ParsePrivateKey([]byte(pem)); err == nil {
+				secrets[name+" "+what+" public half"] = base64.StdEncoding.EncodeToString(signer.PublicKey().Marshal())
+			}
+		}
+	}
+	if keys < len(hosts) {
+		t.Fatalf("only %d private keys in the store, want at least one per joined host (%d)", keys, len(hosts))
+	}
+	all := strings.Join(outputs, "\n")
+	n = 0
+	for what, v := range secrets {
+		if len(v) < 8 {
+			continue // empty (never set) or too short to mean anything
+		}
+		n++
+		if strings.Contains(all, v) {
+			t.Errorf("an MCP output contains the %s", what)
+		}
+	}
+	t.Logf("walked %d MCP outputs (%d bytes) for %d secret values: no hit", len(outputs), len(all), n)
+}
+
+// rawMCP sends one tools/list request with key, from the local address
+// local ("" lets the kernel choose), and returns the status and body.
+func rawMCP(t *testing.T, url, key, local string) (int, string) {
+	t.Helper()
+	d := &net.Dialer{Timeout: 5 * time.Second}
+	if local != "" {
+		d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(local)}
+	}
+	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DialContext: d.DialContext}}
+	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
+	req, _ := http.NewRequest("POST", url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// expiredMCPKey stores an mcp key of the admin whose expiry has passed, in
+// the running server's database (as time would have done), and returns
+// its plaintext.
+func expiredMCPKey(t *testing.T, a *testutil.API, tok string) string {
+	t.Helper()
+	var me struct{ ID string }
+	if resp, body := a.Do("GET", "/api/v1/auth/me", tok, nil, &me); resp.StatusCode != 200 || me.ID == "" {
+		t.Fatalf("me: %d %s", resp.StatusCode, body)
+	}
+	st := storetest.OpenIn(t, "", filepath.Join(a.Dir, "data"))
+	plain := auth.APIKeyPrefix + "expiredExpiredExpiredExpiredExpired0123456"
+	past := time.Now().Add(-time.Minute).UTC()
+	if _, err := st.CreateAPIKey(context.Background(), store.APIKey{UserID: me.ID, Name: "expired", Prefix: plain[:12],
+		Scope: "mcp", ExpiresAt: &past}, auth.HashAPIKey(plain)); err != nil {
+		t.Fatal(err)
+	}
+	return plain
+}
+
+// startNATS runs a nats-server with JetStream of this test's own (the
+// external NATS of a scaled deployment) and returns its URL.
+func startNATS(t *testing.T) string {
+	t.Helper()
+	bin, err := exec.LookPath("nats-server")
+	if err != nil {
+		testutil.Unavailable(t, "nats-server is not installed (Debian package nats-server)")
+	}
+	port := testutil.FreePort(t)
+	cmd := exec.Command(bin, "-js", "-a", "127.0.0.1", "-p", strconv.Itoa(port), "-sd", t.TempDir())
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	testutil.WaitFor(t, 10*time.Second, "nats-server up", func() bool { return !refused(addr) })
+	return "nats://" + addr
+}
+
+// TestMCPFollowsAcrossReplicasE2E: two lcm-api processes on one PostgreSQL
+// database and one NATS JetStream, the scaled topology of docs/install.md
+// (same jwt_secret and lcm.key). A switch made through one replica's REST
+// API reaches the other through the replicated runtime settings within
+// seconds: its MCP port binds, answers a key created on the first replica,
+// and closes again when the other replica switches it off.
+func TestMCPFollowsAcrossReplicasE2E(t *testing.T) {
+	natsURL := startNATS(t)
+	dbURL := testutil.PostgresURL(t)
+	port1, port2 := testutil.FreePort(t), testutil.FreePort(t)
+	addr1, addr2 := fmt.Sprintf("127.0.0.1:%d", port1), fmt.Sprintf("127.0.0.1:%d", port2)
+	cfg := func(port int) map[string]any {
+		return map[string]any{"mcp_port": port, "nats": map[string]any{"url": natsURL}}
+	}
+	a1 := testutil.StartAPI(t, testutil.APIOptions{Dev: true, DatabaseURL: dbURL, Config: cfg(port1)})
+	dir2 := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir2, "data"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	key, err := os.ReadFile(filepath.Join(a1.Dir, "data", "lcm.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir2, "data", "lcm.key"), key, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a2 := testutil.StartAPI(t, testutil.APIOptions{Dir: dir2, Dev: true, DatabaseURL: dbURL, Config: cfg(port2)})
+	tok1 := login(t, a1, "admin", a1.AdminPassword)
+	tok2 := login(t, a2, "admin", a1.AdminPassword)
+	if !refused(addr1) || !refused(addr2) {
+		t.Fatal("an MCP listener is on by default")
+	}
+	if resp, body := a1.Do("PUT", "/api/v1/settings/mcp", tok1, map[string]any{"enabled": true}, nil); resp.StatusCode != 200 {
+		t.Fatalf("enable through replica 1: %d %s", resp.StatusCode, body)
+	}
+	start := time.Now()
+	testutil.WaitFor(t, 10*time.Second, "replica 2 binds its MCP port", func() bool { return !refused(addr2) })
+	t.Logf("replica 2 followed the switch on in %s", time.Since(start).Round(10*time.Millisecond))
+	var st struct{ Enabled, Listening bool }
+	if resp, body := a2.Do("GET", "/api/v1/settings/mcp", tok2, nil, &st); resp.StatusCode != 200 || !st.Enabled || !st.Listening {
+		t.Fatalf("replica 2's settings/mcp: %d %s", resp.StatusCode, body)
+	}
+	var k struct{ Key string }
+	if resp, body := a1.Do("POST", "/api/v1/apikeys", tok1, map[string]any{"name": "replicas", "scope": "mcp"}, &k); resp.StatusCode != 201 {
+		t.Fatalf("mcp key on replica 1: %d %s", resp.StatusCode, body)
+	}
+	cs, err := mcpConnect(t, "http://"+addr2+"/mcp", k.Key)
+	if err != nil {
+		t.Fatalf("replica 2's MCP port with a key made on replica 1: %v", err)
+	}
+	var sum struct{ Total int }
+	callTool(t, cs, "fleet_summary", nil, &sum)
+	cs.Close()
+	// Off through replica 2: replica 1 follows.
+	if resp, body := a2.Do("PUT", "/api/v1/settings/mcp", tok2, map[string]any{"enabled": false}, nil); resp.StatusCode != 200 {
+		t.Fatalf("disable through replica 2: %d %s", resp.StatusCode, body)
+	}
+	if !refused(addr2) {
+		t.Fatal("replica 2 still listens after switching off")
+	}
+	start = time.Now()
+	testutil.WaitFor(t, 10*time.Second, "replica 1 closes its MCP port", func() bool { return refused(addr1) })
+	t.Logf("replica 1 followed the switch off in %s", time.Since(start).Round(10*time.Millisecond))
 }

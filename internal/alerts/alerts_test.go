@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -37,6 +38,9 @@ type receiver struct {
 	badSigs int
 	fail    int
 	delay   time.Duration
+	// hold, when set, keeps every request waiting until it is closed (a
+	// receiver that accepts connections and never answers).
+	hold chan struct{}
 }
 
 func newReceiver(t *testing.T, secret string) *receiver {
@@ -45,8 +49,15 @@ func newReceiver(t *testing.T, secret string) *receiver {
 	r.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		body, _ := io.ReadAll(req.Body)
 		r.mu.Lock()
-		delay := r.delay
+		delay, hold := r.delay, r.hold
 		r.mu.Unlock()
+		if hold != nil {
+			select {
+			case <-hold:
+			case <-req.Context().Done():
+				return
+			}
+		}
 		if delay > 0 {
 			select {
 			case <-time.After(delay):
@@ -100,21 +111,27 @@ type syncBuf struct {
 func (s *syncBuf) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
 func (s *syncBuf) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
+// clock runs with real time (deliveries fall due by it) and jumps ahead
+// on advance (cooldowns).
 type clock struct {
-	mu sync.Mutex
-	t  time.Time
+	mu  sync.Mutex
+	off time.Duration
 }
 
-func (c *clock) now() time.Time          { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) advance(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
+func (c *clock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().UTC().Add(c.off)
+}
+func (c *clock) advance(d time.Duration) { c.mu.Lock(); c.off += d; c.mu.Unlock() }
 
 func newEnv(t *testing.T, url string, backoff []time.Duration) *env {
 	t.Helper()
 	st := storetest.Open(t, url)
 	logs := &syncBuf{}
-	c := &clock{t: time.Now().UTC()} // full precision: the repeat condition compares stored times
+	c := &clock{}
 	svc := alerts.New(st, alerts.Options{Log: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		Backoff: backoff, Now: c.now})
+		Backoff: backoff, Now: c.now, Poll: 50 * time.Millisecond})
 	t.Cleanup(svc.Close)
 	return &env{st: st, svc: svc, logs: logs, clock: c, admin: &domain.Principal{UserID: "admin", Username: "admin", Roles: []string{domain.RoleAdmin}}}
 }
@@ -578,4 +595,130 @@ func TestDefaultVulnDBRules(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestManyAlertsOneDeadReceiver: 2,000 alerts fire at once to three
+// channels — a receiver that accepts connections and never answers, a
+// healthy one, and an address that refuses connections. The dead receiver
+// costs a bounded number of goroutines and attempts (perChannel workers,
+// a few claimed deliveries), its waiting deliveries are never written, the
+// healthy channel gets all 2,000 meanwhile, the refusing one retries each
+// delivery with backoff and gives it up; once the dead receiver answers,
+// every delivery reaches it.
+func TestManyAlertsOneDeadReceiver(t *testing.T) {
+	const n = 2000
+	e := newEnv(t, "", []time.Duration{100 * time.Millisecond, 100 * time.Millisecond})
+	ctx := context.Background()
+	dead, healthy := newReceiver(t, "dead-key-0123456"), newReceiver(t, "healthy-key-0123")
+	dead.hold = make(chan struct{})
+	released := false
+	defer func() {
+		if !released {
+			close(dead.hold)
+		}
+	}()
+	cd, ch := e.webhook(t, dead, "dead"), e.webhook(t, healthy, "healthy")
+	closed := testutil.FreePort(t)
+	cr, err := e.svc.CreateChannel(ctx, alerts.ChannelInput{Name: ptr("refusing"), Type: ptr(notify.TypeWebhook),
+		URL: ptr("https://127.0.0.1:" + strconv.Itoa(closed) + "/hook"), SigningSecret: ptr("refusing-key-012")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := make([]string, 0, n)
+	if err := e.st.InTx(ctx, func(tx *store.Store) error {
+		for i := range n {
+			srv, err := tx.CreateServer(ctx, store.NewServer{Server: domain.Server{Name: "many-" + strconv.Itoa(i), Host: "192.0.2.1", Port: 22,
+				Transport: domain.TransportSSH, Status: domain.ServerUnknown, AuthMethod: domain.AuthKey, HostKey: "k", Joined: true}})
+			if err != nil {
+				return err
+			}
+			ids = append(ids, srv.ID)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	contacts := make([]store.Contact, 0, 2*n)
+	for _, id := range ids {
+		contacts = append(contacts, store.Contact{ServerID: id, Reason: "connection refused"}, store.Contact{ServerID: id, Reason: "connection refused"})
+	}
+	if err := e.st.RecordContacts(ctx, contacts, e.clock.now()); err != nil {
+		t.Fatal(err)
+	}
+	e.rule(t, alerts.TypeServerUnreachable, cd.ID, ch.ID, cr.ID)
+	created := e.clock.now()
+	if rep := e.evaluate(t); rep.Fired != n {
+		t.Fatalf("report %+v", rep)
+	}
+	evaluated := time.Now()
+	testutil.WaitFor(t, 120*time.Second, "the first notifications of the healthy channel", func() bool { return len(healthy.payloads()) >= 100 })
+	db, err := e.st.SQL()
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := func(q string, args ...any) int {
+		t.Helper()
+		var c int
+		if err := db.QueryRow(q, args...).Scan(&c); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	// The dead channel: its waiting deliveries were never written (their
+	// next attempt is still the alert's time). Only claimed ones moved: at
+	// most a lane's worth (4 attempting, 8 queued) plus, per webhook
+	// timeout (10 s) that passed, the 4 attempts that timed out.
+	elapsed := time.Since(evaluated)
+	untouched := count(`SELECT COUNT(*) FROM alert_deliveries WHERE channel_id = ? AND status = 'pending' AND attempts = 0 AND next_attempt_at <= ?`,
+		cd.ID, created.Add(time.Second))
+	bound := 12 + 4*int(elapsed/(10*time.Second)+1)
+	if touched := n - untouched; touched > bound {
+		t.Fatalf("dead channel: %d of %d deliveries written after %s, want at most %d", touched, n, elapsed.Round(time.Millisecond), bound)
+	}
+	// The service's own goroutines: the pump and perChannel workers per
+	// channel (the in-process receivers' goroutines are not the service's).
+	if g := serviceGoroutines(); g > 1+3*4 {
+		t.Fatalf("%d goroutines of the alerts service with 2,000 deliveries waiting for a dead receiver, want at most %d", g, 1+3*4)
+	}
+	testutil.WaitFor(t, 240*time.Second, "the healthy channel's 2,000 notifications", func() bool { return len(healthy.payloads()) == n })
+	t.Logf("the healthy channel got %d notifications in %s", n, time.Since(evaluated).Round(time.Millisecond))
+	testutil.WaitFor(t, 240*time.Second, "the refusing channel's deliveries given up", func() bool {
+		return count(`SELECT COUNT(*) FROM alert_deliveries WHERE channel_id = ? AND status = 'given_up' AND attempts = 3`, cr.ID) == n
+	})
+	if !strings.Contains(e.logs.String(), "connection refused") {
+		t.Fatal("the refusals are not logged")
+	}
+	// The dead receiver comes back: everything reaches it.
+	dead.mu.Lock()
+	close(dead.hold)
+	dead.hold, released = nil, true
+	dead.mu.Unlock()
+	testutil.WaitFor(t, 240*time.Second, "every delivery to the receiver that came back", func() bool {
+		return count(`SELECT COUNT(*) FROM alert_deliveries WHERE channel_id = ? AND status = 'sent'`, cd.ID) == n
+	})
+	if got := len(dead.payloads()); got != n || dead.badSigs != 0 {
+		t.Fatalf("the receiver got %d notifications (%d bad signatures), want %d", got, dead.badSigs, n)
+	}
+	t.Logf("alerts service goroutines at the end: %d (process: %d)", serviceGoroutines(), runtime.NumGoroutine())
+}
+
+// serviceGoroutines counts the goroutines running code of the alerts
+// service (from a dump of every goroutine's stack).
+func serviceGoroutines() int {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	count := 0
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "internal/alerts.(*Service)") {
+			count++
+		}
+	}
+	return count
 }

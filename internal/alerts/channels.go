@@ -162,11 +162,24 @@ func apply(d *decoded, in ChannelInput) {
 }
 
 func (s *Service) save(ctx context.Context, d decoded) (Channel, error) {
+	if err := prepare(&d); err != nil {
+		return Channel{}, err
+	}
+	row, err := s.store.SaveChannel(ctx, d.row)
+	if err != nil {
+		return Channel{}, err
+	}
+	d.row = row
+	return d.view(), nil
+}
+
+// prepare validates d and encodes its settings and secrets into its row.
+func prepare(d *decoded) error {
 	if n := d.row.Name; n == "" || len(n) > 100 {
-		return Channel{}, domain.Invalid("invalid_name", "name must be 1 to 100 characters")
+		return domain.Invalid("invalid_name", "name must be 1 to 100 characters")
 	}
 	if err := notify.Validate(d.row.Type, &d.cfg, d.sec, d.row.System); err != nil {
-		return Channel{}, err
+		return err
 	}
 	if d.row.Type == notify.TypeSMTP {
 		d.sec.URL, d.sec.Token, d.sec.SigningSecret = "", "", ""
@@ -175,19 +188,14 @@ func (s *Service) save(ctx context.Context, d decoded) (Channel, error) {
 	}
 	cfg, err := json.Marshal(d.cfg)
 	if err != nil {
-		return Channel{}, err
+		return err
 	}
 	sec, err := json.Marshal(d.sec)
 	if err != nil {
-		return Channel{}, err
+		return err
 	}
 	d.row.Config, d.row.Secrets = cfg, sec
-	row, err := s.store.SaveChannel(ctx, d.row)
-	if err != nil {
-		return Channel{}, err
-	}
-	d.row = row
-	return d.view(), nil
+	return nil
 }
 
 // CreateChannel stores a new channel. A generic webhook without a signing
@@ -351,7 +359,9 @@ func (s *Service) SystemMailConfig(ctx context.Context) (mail.Config, error) {
 
 // ImportMailConfig moves the SMTP settings of config.json into the system
 // mail channel once: it does nothing when the channel exists already. It
-// reports whether it imported.
+// reports whether it imported. Replicas starting together on a fresh
+// database all run it: the insert is insert-or-ignore on the channel's
+// unique name, so one creates the channel and the others see it made.
 func (s *Service) ImportMailConfig(ctx context.Context, c mail.Config) (bool, error) {
 	if c.Host == "" {
 		return false, nil
@@ -365,11 +375,22 @@ func (s *Service) ImportMailConfig(ctx context.Context, c mail.Config) (bool, er
 		tlsMode = notify.TLSNone
 	}
 	port := c.Port
-	in := ChannelInput{Host: &c.Host, Port: &port, TLS: &tlsMode, Username: &c.Username, From: &c.From, Password: &c.Password}
-	if _, err := s.SaveSystemMail(ctx, in); err != nil {
+	d := decoded{row: store.NotificationChannel{Name: SystemMailKey, Type: notify.TypeSMTP, Enabled: true, System: true}}
+	apply(&d, ChannelInput{Host: &c.Host, Port: &port, TLS: &tlsMode, Username: &c.Username, From: &c.From, Password: &c.Password})
+	if err := prepare(&d); err != nil {
 		return false, err
 	}
-	return true, nil
+	_, created, err := s.store.CreateChannelIfAbsent(ctx, d.row)
+	if err != nil || created {
+		return created, err
+	}
+	if _, ok, err := s.store.SystemChannel(ctx); err != nil || !ok {
+		if err == nil {
+			err = domain.Conflict("system_mail_name_taken", "a notification channel named \""+SystemMailKey+"\" exists and is not the system mail channel; rename it")
+		}
+		return false, err
+	}
+	return false, nil // another replica imported it a moment ago
 }
 
 // TestSystemMail sends a test e-mail to one address through the system

@@ -16,9 +16,10 @@ type ServerState struct {
 	ID     string
 	Groups []string
 	Inputs store.StatusInputs
-	// RootDays is the daily history of "/" (only loaded when a
-	// storage_forecast rule is enabled).
-	RootDays []store.StorageDay
+	// Root is the forecast of "/" over its last 30 daily aggregates (only
+	// computed when a storage_forecast rule is enabled; nil without
+	// history).
+	Root *inventory.Forecast
 	// EarlyWarnings are the server's unacknowledged early-warning findings
 	// (only loaded when an early_warning rule is enabled).
 	EarlyWarnings []store.EarlyWarning
@@ -100,14 +101,10 @@ func evalServer(r Rule, s *ServerState, now time.Time) (string, bool) {
 			return fmt.Sprintf("The root filesystem is %.0f %% full (rule threshold %.0f %%).", f.RootUsedPercent, r.Params.Percent), true
 		}
 	case TypeStorageForecast:
-		if len(s.RootDays) == 0 {
+		fc := s.Root
+		if fc == nil {
 			return "", false
 		}
-		days := make([]inventory.StorageDay, len(s.RootDays))
-		for i, d := range s.RootDays {
-			days[i] = inventory.StorageDay{Day: d.Day, UsedBytes: d.AvgUsed, TotalBytes: d.TotalBytes}
-		}
-		fc := inventory.ForecastOf(days)
 		if fc.DaysUntilFull != nil && *fc.DaysUntilFull <= float64(r.Params.Days) {
 			return fmt.Sprintf("The root filesystem is forecast to be full in %.1f days (rule: within %d days; trend %+.0f MB/day over %d days).",
 				*fc.DaysUntilFull, r.Params.Days, fc.SlopeBytesPerDay/1e6, fc.Points), true

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lcmproject/lcm/internal/inventory"
 	"github.com/lcmproject/lcm/internal/store"
 )
 
@@ -13,12 +14,13 @@ func TestEvaluateRuleTypes(t *testing.T) {
 	old := now.Add(-10 * 24 * time.Hour)
 	recent := now.Add(-2 * 24 * time.Hour)
 	facts := func(f store.FactsRecord) *store.FactsRecord { return &f }
-	growing := func(perDay int64) []store.StorageDay {
-		var d []store.StorageDay
+	growing := func(perDay int64) *inventory.Forecast {
+		var d []inventory.StorageDay
 		for i := range 10 {
-			d = append(d, store.StorageDay{Day: now.AddDate(0, 0, i-9).Format("2006-01-02"), AvgUsed: 50e9 + int64(i)*perDay, TotalBytes: 100e9})
+			d = append(d, inventory.StorageDay{Day: now.AddDate(0, 0, i-9).Format("2006-01-02"), UsedBytes: 50e9 + int64(i)*perDay, TotalBytes: 100e9})
 		}
-		return d
+		fc := inventory.ForecastOf(d)
+		return &fc
 	}
 	cases := []struct {
 		name   string
@@ -31,9 +33,9 @@ func TestEvaluateRuleTypes(t *testing.T) {
 		{"disk under", Rule{Type: TypeDiskCapacity}, ServerState{Inputs: store.StatusInputs{Facts: facts(store.FactsRecord{RootUsedPercent: 80})}}, FleetState{}, false},
 		{"disk custom", Rule{Type: TypeDiskCapacity, Params: Params{Percent: 75}}, ServerState{Inputs: store.StatusInputs{Facts: facts(store.FactsRecord{RootUsedPercent: 80})}}, FleetState{}, true},
 		{"disk unknown", Rule{Type: TypeDiskCapacity}, ServerState{}, FleetState{}, false},
-		{"forecast soon", Rule{Type: TypeStorageForecast}, ServerState{RootDays: growing(5e9)}, FleetState{}, true},
-		{"forecast far", Rule{Type: TypeStorageForecast}, ServerState{RootDays: growing(1e8)}, FleetState{}, false},
-		{"forecast flat", Rule{Type: TypeStorageForecast}, ServerState{RootDays: growing(0)}, FleetState{}, false},
+		{"forecast soon", Rule{Type: TypeStorageForecast}, ServerState{Root: growing(5e9)}, FleetState{}, true},
+		{"forecast far", Rule{Type: TypeStorageForecast}, ServerState{Root: growing(1e8)}, FleetState{}, false},
+		{"forecast flat", Rule{Type: TypeStorageForecast}, ServerState{Root: growing(0)}, FleetState{}, false},
 		{"cve high", Rule{Type: TypeSecurityCVE}, ServerState{Inputs: store.StatusInputs{Findings: map[string]int{"high": 1}}}, FleetState{}, true},
 		{"cve medium below", Rule{Type: TypeSecurityCVE}, ServerState{Inputs: store.StatusInputs{Findings: map[string]int{"medium": 4}}}, FleetState{}, false},
 		{"cve low min", Rule{Type: TypeSecurityCVE, Params: Params{MinSeverity: "low"}}, ServerState{Inputs: store.StatusInputs{Findings: map[string]int{"low": 1}}}, FleetState{}, true},
@@ -111,11 +113,12 @@ func benchSnapshot(n int) ([]Rule, Snapshot) {
 	groups := []string{"g0", "g1", "g2", "g3"}
 	snap := Snapshot{Now: now, Servers: make([]ServerState, n)}
 	for i := range n {
-		days := make([]store.StorageDay, 30)
-		for d := range days {
-			days[d] = store.StorageDay{Day: now.AddDate(0, 0, d-29).Format("2006-01-02"), AvgUsed: int64(40e9 + (i%7)*int(1e8)*d), TotalBytes: 100e9}
+		var sums inventory.TrendSums
+		for d := range 30 {
+			sums.Add(float64(d), float64(40e9+(i%7)*int(1e8)*d))
 		}
-		snap.Servers[i] = ServerState{ID: fmt.Sprintf("srv-%05d", i), Groups: []string{groups[i%4]}, RootDays: days,
+		root := inventory.ForecastFromSums(sums, int64(40e9+(i%7)*int(1e8)*29), 100e9)
+		snap.Servers[i] = ServerState{ID: fmt.Sprintf("srv-%05d", i), Groups: []string{groups[i%4]}, Root: &root,
 			Inputs: store.StatusInputs{FailedContacts: i % 5, LastJobStatus: []string{"success", "failed"}[i%9/8],
 				Findings: map[string]int{"high": i % 3, "critical": i % 11 / 10},
 				Facts:    &store.FactsRecord{RootUsedPercent: float64(i % 100), RebootRequired: i%13 == 0, SecurityUpdates: i % 4, SecuritySince: &since}}}

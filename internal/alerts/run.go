@@ -3,12 +3,13 @@ package alerts
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"maps"
+	"sync"
 	"time"
 
+	"github.com/lcmproject/lcm/internal/inventory"
 	"github.com/lcmproject/lcm/internal/notify"
-	"github.com/lcmproject/lcm/internal/safe"
 	"github.com/lcmproject/lcm/internal/store"
 )
 
@@ -24,10 +25,6 @@ type Report struct {
 	StartedAt  time.Time `json:"startedAt"`
 	DurationMS int64     `json:"durationMs"`
 }
-
-// forecastDays is how much storage history the forecast rule loads (the
-// forecast fits the last 30 days, inventory.ForecastWindow).
-const forecastDays = 30
 
 // Snapshot loads what the enabled rules read: each server's status inputs
 // and groups, the root filesystem history when a forecast rule needs it,
@@ -51,29 +48,46 @@ func (s *Service) Snapshot(ctx context.Context, rules []Rule) (Snapshot, []strin
 		if err != nil {
 			return snap, nil, err
 		}
-		inputs, err := s.store.LoadStatusInputsMany(ctx, ids)
-		if err != nil {
-			return snap, nil, err
-		}
-		groups, err := s.store.GroupServerIDs(ctx)
-		if err != nil {
-			return snap, nil, err
-		}
-		if snap.Paused, err = s.store.InMaintenance(ctx, ids, now); err != nil {
-			return snap, nil, err
-		}
-		var days map[string][]store.StorageDay
+		// The reads are independent: the storage trends (the largest, on a
+		// cold cache) load beside the status inputs, on another core and
+		// another database connection.
+		var (
+			inputs   map[string]store.StatusInputs
+			groups   map[string][]string
+			trends   map[string]store.StorageTrend
+			early    map[string][]store.EarlyWarning
+			trendErr error
+			wg       sync.WaitGroup
+		)
 		if needStorage {
-			since := now.AddDate(0, 0, -forecastDays).Format("2006-01-02")
-			if days, err = s.store.RootStorageDays(ctx, ids, since); err != nil {
-				return snap, nil, err
-			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				trends, trendErr = s.rootTrends(ctx, ids, now)
+			}()
 		}
-		var early map[string][]store.EarlyWarning
-		if needEarly {
-			if early, err = s.store.OpenEarlyWarnings(ctx); err != nil {
-				return snap, nil, err
+		err = func() error {
+			var err error
+			if inputs, err = s.store.LoadStatusInputsMany(ctx, ids); err != nil {
+				return err
 			}
+			if groups, err = s.store.GroupServerIDs(ctx); err != nil {
+				return err
+			}
+			if snap.Paused, err = s.store.InMaintenance(ctx, ids, now); err != nil {
+				return err
+			}
+			if needEarly {
+				early, err = s.store.OpenEarlyWarnings(ctx)
+			}
+			return err
+		}()
+		wg.Wait()
+		if err == nil {
+			err = trendErr
+		}
+		if err != nil {
+			return snap, nil, err
 		}
 		snap.Servers = make([]ServerState, 0, len(ids))
 		for _, id := range ids {
@@ -81,7 +95,12 @@ func (s *Service) Snapshot(ctx context.Context, rules []Rule) (Snapshot, []strin
 			if !ok || snap.Paused[id] {
 				continue
 			}
-			snap.Servers = append(snap.Servers, ServerState{ID: id, Groups: groups[id], Inputs: in, RootDays: days[id], EarlyWarnings: early[id]})
+			st := ServerState{ID: id, Groups: groups[id], Inputs: in, EarlyWarnings: early[id]}
+			if t, ok := trends[id]; ok {
+				fc := inventory.ForecastFromSums(inventory.TrendSums{N: t.N, SX: t.SX, SY: t.SY, SXY: t.SXY, SXX: t.SXX}, t.LastUsed, t.LastTotal)
+				st.Root = &fc
+			}
+			snap.Servers = append(snap.Servers, st)
 		}
 	}
 	if needFleet {
@@ -104,10 +123,56 @@ func (s *Service) Snapshot(ctx context.Context, rules []Rule) (Snapshot, []strin
 	return snap, notes, nil
 }
 
+// rootTrends returns the storage trend sums of "/" over the last
+// ForecastWindow days (today included) for ids. Daily aggregates change
+// only when the daily aggregation (or a direct replace) writes them, which
+// moves store.GenStorageDaily in the same transaction; while the
+// generation and the window's first day are unchanged, the sums of the
+// last load stay valid, and only servers not loaded yet are read.
+func (s *Service) rootTrends(ctx context.Context, ids []string, now time.Time) (map[string]store.StorageTrend, error) {
+	since := now.UTC().AddDate(0, 0, 1-inventory.ForecastWindow).Format("2006-01-02")
+	gen, err := s.store.Generation(ctx, store.GenStorageDaily)
+	if err != nil {
+		return nil, err
+	}
+	s.trendMu.Lock()
+	defer s.trendMu.Unlock()
+	c := &s.trends
+	if c.gen != gen || c.since != since || c.loaded == nil {
+		c.gen, c.since, c.trends, c.loaded = gen, since, map[string]store.StorageTrend{}, map[string]bool{}
+	}
+	var missing []string
+	for _, id := range ids {
+		if !c.loaded[id] {
+			missing = append(missing, id)
+		}
+	}
+	if len(missing) > 0 {
+		got, err := s.store.RootStorageTrends(ctx, missing, since)
+		if err != nil {
+			return nil, err
+		}
+		for _, id := range missing {
+			c.loaded[id] = true
+			if t, ok := got[id]; ok {
+				c.trends[id] = t
+			}
+		}
+	}
+	return maps.Clone(c.trends), nil // the caller reads it after the lock is released
+}
+
+// trendCache holds the storage trend sums of the last load (rootTrends).
+type trendCache struct {
+	gen    int64
+	since  string
+	trends map[string]store.StorageTrend
+	loaded map[string]bool // servers read, with or without history
+}
+
 // Evaluate runs every rule now and reconciles the open alerts: new
 // conditions fire, conditions still true past the cooldown repeat, cleared
-// ones resolve. Notifications leave asynchronously. It also resumes
-// deliveries a stopped replica left pending.
+// ones resolve. Notifications leave asynchronously (deliver.go).
 func (s *Service) Evaluate(ctx context.Context) (Report, error) {
 	s.evalMu.Lock()
 	defer s.evalMu.Unlock()
@@ -221,35 +286,13 @@ func (s *Service) Evaluate(ctx context.Context) (Report, error) {
 				rep.Resolved++
 			}
 			s.log.Info("alert "+ev.Kind, "rule", ev.RuleName, "server_id", ev.Subject, "event_id", ev.ID, "channels", len(ev.Deliveries))
-			for _, d := range ev.Deliveries {
-				s.dispatch(d, ev)
-			}
 		}
 	}
-	s.resumeStale(ctx)
+	if rep.Fired+rep.Repeated+rep.Resolved > 0 {
+		s.wake() // the new deliveries are due now; after the last batch, so sending never slows the evaluation
+	}
 	rep.DurationMS = time.Since(start).Milliseconds()
 	return rep, nil
-}
-
-// staleAfter: a delivery whose next attempt is this overdue belongs to a
-// replica that stopped; a live one updates next_attempt_at on every try.
-const staleAfter = 2 * time.Minute
-
-func (s *Service) resumeStale(ctx context.Context) {
-	now := s.now()
-	ds, err := s.store.ClaimStaleDeliveries(ctx, now.Add(-staleAfter), now.Add(staleAfter), s.inFlight)
-	if err != nil {
-		s.log.Warn("resuming stale alert deliveries failed", "err", err)
-		return
-	}
-	for _, d := range ds {
-		ev, err := s.store.GetAlertEvent(ctx, d.EventID)
-		if err != nil {
-			s.log.Warn("alert delivery without its event", "delivery", d.ID, "err", err)
-			continue
-		}
-		s.dispatch(d, ev)
-	}
 }
 
 func messageOf(ev store.AlertEvent) notify.Message {
@@ -259,139 +302,6 @@ func messageOf(ev store.AlertEvent) notify.Message {
 		m.ServerID = ev.Subject
 	}
 	return m
-}
-
-func (s *Service) sem(channelID string) chan struct{} {
-	s.semMu.Lock()
-	defer s.semMu.Unlock()
-	c := s.sems[channelID]
-	if c == nil {
-		c = make(chan struct{}, perChannel)
-		s.sems[channelID] = c
-	}
-	return c
-}
-
-// dispatch delivers d in its own goroutine: attempt, then on failure wait
-// the next backoff and try again, until sent or given up. Every attempt's
-// outcome is stored. The channel is read before each attempt (an edit
-// applies, a deleted channel gives up).
-func (s *Service) dispatch(d store.AlertDelivery, ev store.AlertEvent) {
-	s.flightMu.Lock()
-	if s.flight[d.ID] {
-		s.flightMu.Unlock()
-		return
-	}
-	s.flight[d.ID] = true
-	s.flightMu.Unlock()
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		defer func() {
-			s.flightMu.Lock()
-			delete(s.flight, d.ID)
-			s.flightMu.Unlock()
-		}()
-		// A panic ends this delivery's goroutine (counted); its stored
-		// state lets the next sweep resume it.
-		defer safe.Recover("alert delivery")
-		m := messageOf(ev)
-		for {
-			ctx := s.ctx
-			if !s.acquire(ctx, s.sem(d.ChannelID), &d) {
-				return
-			}
-			s.lease(&d) // the attempt is ours for staleAfter; it takes at most a send timeout
-			answer, err := s.attempt(ctx, d.ChannelID, m)
-			sem := s.sem(d.ChannelID)
-			<-sem
-			if ctx.Err() != nil {
-				return // shutting down: the stored state lets a replica resume
-			}
-			d.Attempts++
-			d.Response = answer
-			if err == nil {
-				d.Status, d.LastError, d.NextAttemptAt = store.DeliverySent, "", nil
-				s.saveDelivery(d)
-				return
-			}
-			d.LastError = err.Error()
-			if d.Attempts > len(s.o.Backoff) || errors.Is(err, errChannelGone) {
-				d.Status, d.NextAttemptAt = store.DeliveryGivenUp, nil
-				s.log.Warn("alert delivery given up", "channel", d.ChannelName, "event_id", d.EventID, "attempts", d.Attempts, "err", d.LastError)
-				s.saveDelivery(d)
-				return
-			}
-			wait := s.o.Backoff[d.Attempts-1]
-			next := s.now().Add(wait)
-			d.Status, d.NextAttemptAt = store.DeliveryRetrying, &next
-			s.log.Info("alert delivery failed, retrying", "channel", d.ChannelName, "event_id", d.EventID, "attempt", d.Attempts, "in", wait.String(), "err", d.LastError)
-			s.saveDelivery(d)
-			select {
-			case <-time.After(wait):
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-}
-
-var errChannelGone = errors.New("the channel was deleted or disabled")
-
-func (s *Service) inFlight(id string) bool {
-	s.flightMu.Lock()
-	defer s.flightMu.Unlock()
-	return s.flight[id]
-}
-
-// lease moves the delivery's next attempt staleAfter ahead, so no other
-// replica resumes it while this one works on it or waits for a slot.
-func (s *Service) lease(d *store.AlertDelivery) {
-	until := s.now().Add(staleAfter)
-	d.NextAttemptAt = &until
-	s.saveDelivery(*d)
-}
-
-// acquire waits for a delivery slot of the channel, renewing the lease
-// while it waits (a slow receiver can hold every slot for long).
-func (s *Service) acquire(ctx context.Context, sem chan struct{}, d *store.AlertDelivery) bool {
-	for {
-		select {
-		case sem <- struct{}{}:
-			return true
-		case <-ctx.Done():
-			return false
-		case <-time.After(staleAfter / 2):
-			s.lease(d)
-		}
-	}
-}
-
-func (s *Service) attempt(ctx context.Context, channelID string, m notify.Message) (string, error) {
-	c, err := s.store.GetChannel(ctx, channelID)
-	if err != nil {
-		return "", errChannelGone
-	}
-	if !c.Enabled {
-		return "", errChannelGone
-	}
-	d, err := decode(c)
-	if err != nil {
-		return "", err
-	}
-	res, err := notify.Send(ctx, c.Type, d.cfg, d.sec, m)
-	if err != nil {
-		return scrub(res.Answer, d.sec), errors.New(scrub(err.Error(), d.sec))
-	}
-	return scrub(res.Answer, d.sec), nil
-}
-
-func (s *Service) saveDelivery(d store.AlertDelivery) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := s.store.UpdateDelivery(ctx, d); err != nil {
-		s.log.Warn("storing an alert delivery failed", "delivery", d.ID, "err", err)
-	}
 }
 
 // MarshalParams is the stored form of rule parameters.

@@ -10,9 +10,11 @@
 //	         firing event        │   resolved event
 //	                             └─still true after cooldown: repeat event
 //
-// Deliveries run asynchronously, one goroutine per delivery, at most
-// perChannel at once per channel, with retries and backoff: a slow or dead
-// receiver delays neither the evaluation nor other channels.
+// Deliveries run asynchronously from the alert_deliveries table, which is
+// their queue (deliver.go): a pump claims due rows per channel for that
+// channel's perChannel workers, with retries and backoff, so a slow or
+// dead receiver delays neither the evaluation nor other channels, and a
+// waiting delivery costs a row, not a goroutine.
 package alerts
 
 import (
@@ -38,6 +40,9 @@ type Options struct {
 	// Debounce groups triggers arriving together into one evaluation
 	// (0: DefaultDebounce).
 	Debounce time.Duration
+	// Poll is how often the delivery pump looks for due deliveries
+	// besides being woken (0: DefaultPoll).
+	Poll time.Duration
 }
 
 // DefaultBackoff: the first retry soon (a restarting receiver), then
@@ -47,11 +52,6 @@ var DefaultBackoff = []time.Duration{30 * time.Second, 2 * time.Minute, 10 * tim
 // DefaultDebounce: a fleet refresh finishes hundreds of jobs within
 // seconds; one evaluation after them is enough.
 const DefaultDebounce = 2 * time.Second
-
-// perChannel bounds concurrent deliveries per channel, so one slow
-// receiver holds at most this many goroutines busy and never blocks other
-// channels.
-const perChannel = 4
 
 // Service is the alerts area.
 type Service struct {
@@ -63,15 +63,21 @@ type Service struct {
 	trigger chan struct{}
 	evalMu  sync.Mutex // one evaluation at a time per replica
 
+	trendMu sync.Mutex // guards trends
+	trends  trendCache
+
 	ctx    context.Context // deliveries' lifetime; Close cancels it
 	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	semMu  sync.Mutex
-	sems   map[string]chan struct{}
-	// flight holds the deliveries this replica is working on, so the
-	// stale-delivery resume never sends one twice.
-	flightMu sync.Mutex
-	flight   map[string]bool
+	wg     sync.WaitGroup // the pump and the lanes' workers
+
+	pumpWake chan struct{}
+	laneMu   sync.Mutex
+	lanes    map[string]*lane // by channel id
+	// retryTimer wakes the pump at the earliest retry of this replica
+	// (retryDue); retryMu guards both.
+	retryMu    sync.Mutex
+	retryTimer *time.Timer
+	retryDue   time.Time
 }
 
 // New returns the service. Close stops its deliveries.
@@ -85,19 +91,31 @@ func New(st *store.Store, o Options) *Service {
 	if o.Debounce <= 0 {
 		o.Debounce = DefaultDebounce
 	}
+	if o.Poll <= 0 {
+		o.Poll = DefaultPoll
+	}
 	now := o.Now
 	if now == nil {
 		now = func() time.Time { return time.Now().UTC() }
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Service{store: st, log: o.Log, o: o, now: now, trigger: make(chan struct{}, 1), ctx: ctx, cancel: cancel,
-		sems: map[string]chan struct{}{}, flight: map[string]bool{}}
+	s := &Service{store: st, log: o.Log, o: o, now: now, trigger: make(chan struct{}, 1), ctx: ctx, cancel: cancel,
+		pumpWake: make(chan struct{}, 1), lanes: map[string]*lane{}}
+	s.wg.Add(1)
+	go s.pump()
+	return s
 }
 
-// Close stops pending deliveries (they resume from the store later) and
-// waits for running ones to end.
+// Close stops the deliveries (attempts in flight are abandoned; their
+// leases run out and a replica makes them again) and waits for the pump
+// and the workers to end.
 func (s *Service) Close() {
 	s.cancel()
+	s.retryMu.Lock()
+	if s.retryTimer != nil {
+		s.retryTimer.Stop()
+	}
+	s.retryMu.Unlock()
 	s.wg.Wait()
 }
 

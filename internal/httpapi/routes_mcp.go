@@ -5,8 +5,10 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/lcmproject/lcm/internal/audit"
 	"github.com/lcmproject/lcm/internal/domain"
 	"github.com/lcmproject/lcm/internal/mcp"
+	"github.com/lcmproject/lcm/internal/store"
 )
 
 // routesMCP: the MCP listener's runtime switch (issue 19). The listener
@@ -55,13 +57,19 @@ func (s *Server) putMCPSettings(c *gin.Context) {
 			st  mcp.State
 		)
 		was, st, err = l.Set(c.Request.Context(), *req.Enabled)
-		// Saved even when this replica cannot bind (503): audit it then too.
-		if err == nil || st.URL != "" {
-			s.note(c, "settings.mcp_updated", "settings:mcp", map[string]any{"enabled": *req.Enabled, "was_enabled": was})
-		}
-		if err == nil {
+		details := map[string]any{"enabled": *req.Enabled, "was_enabled": was}
+		switch {
+		case err == nil:
+			s.note(c, "settings.mcp_updated", "settings:mcp", details)
 			c.JSON(http.StatusOK, st)
 			return
+		case st.URL != "" && s.deps.Store != nil:
+			// Saved although this replica cannot bind (503): the change is
+			// real, so its entry is written now (a note would be dropped
+			// with the error status).
+			details["error"] = st.Error
+			audit.Append(c.Request.Context(), s.deps.Store, s.deps.Log, principal(c),
+				store.AuditEntry{Action: "settings.mcp_updated", Target: "settings:mcp", Details: details})
 		}
 	}
 	s.respondError(c, err)

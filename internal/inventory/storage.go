@@ -71,47 +71,69 @@ func (s *Service) StorageHistory(ctx context.Context, p *domain.Principal, serve
 }
 
 // ForecastOf fits used bytes over the day index by least squares on the
-// last ForecastWindow points: slope = Σ(x-x̄)(y-ȳ) / Σ(x-x̄)², x in days
-// since the first point (gaps count as days). With slope > 0 the days until
-// full are (total − used_now) / slope, where used_now and total are the
-// last point's; a flat or falling trend never fills up (nil).
+// last ForecastWindow points: slope = (nΣxy − ΣxΣy) / (nΣx² − (Σx)²), x in
+// days since the first point (gaps count as days). With slope > 0 the days
+// until full are (total − used_now) / slope, where used_now and total are
+// the last point's; a flat or falling trend never fills up (nil).
 func ForecastOf(days []StorageDay) Forecast {
 	if len(days) > ForecastWindow {
 		days = days[len(days)-ForecastWindow:]
 	}
-	f := Forecast{Points: len(days)}
 	if len(days) < minForecastDays {
-		return f
+		return Forecast{Points: len(days)}
 	}
 	t0, err := time.Parse("2006-01-02", days[0].Day)
 	if err != nil {
-		return f
+		return Forecast{Points: len(days)}
 	}
-	xs := make([]float64, len(days))
-	var sx, sy float64
-	for i, d := range days {
+	var sums TrendSums
+	for _, d := range days {
 		t, err := time.Parse("2006-01-02", d.Day)
 		if err != nil {
-			return f
+			return Forecast{Points: len(days)}
 		}
-		xs[i] = t.Sub(t0).Hours() / 24
-		sx += xs[i]
-		sy += float64(d.UsedBytes)
+		sums.Add(t.Sub(t0).Hours()/24, float64(d.UsedBytes))
 	}
-	n := float64(len(days))
-	mx, my := sx/n, sy/n
-	var num, den float64
-	for i, d := range days {
-		num += (xs[i] - mx) * (float64(d.UsedBytes) - my)
-		den += (xs[i] - mx) * (xs[i] - mx)
+	last := days[len(days)-1]
+	return ForecastFromSums(sums, last.UsedBytes, last.TotalBytes)
+}
+
+// TrendSums are the sums of a least-squares line fit: the points' count
+// and Σx, Σy, Σxy, Σx². The store can compute them in SQL over many
+// servers at once (store.RootStorageTrends); ForecastOf computes them here.
+type TrendSums struct {
+	N                int
+	SX, SY, SXY, SXX float64
+}
+
+// Add adds the point (x, y).
+func (t *TrendSums) Add(x, y float64) {
+	t.N++
+	t.SX += x
+	t.SY += y
+	t.SXY += x * y
+	t.SXX += x * x
+}
+
+// ForecastFromSums is the forecast of a fit's sums and the last point's
+// used and total bytes: the one formula behind ForecastOf and the alert
+// rule's fleet-wide forecast. The caller limits the points to the last
+// ForecastWindow days; x must be small (days since a recent day), which
+// keeps the differences of sums exact enough in float64.
+func ForecastFromSums(t TrendSums, lastUsed, lastTotal int64) Forecast {
+	f := Forecast{Points: t.N}
+	if t.N < minForecastDays {
+		return f
 	}
+	n := float64(t.N)
+	num, den := n*t.SXY-t.SX*t.SY, n*t.SXX-t.SX*t.SX
 	if den == 0 {
 		return f
 	}
-	f.SlopeBytesPerDay = math.Round(num / den)
-	last := days[len(days)-1]
-	if f.SlopeBytesPerDay > 0 && last.TotalBytes > 0 {
-		left := math.Max(0, float64(last.TotalBytes-last.UsedBytes)) / (num / den)
+	slope := num / den
+	f.SlopeBytesPerDay = math.Round(slope)
+	if f.SlopeBytesPerDay > 0 && lastTotal > 0 {
+		left := math.Max(0, float64(lastTotal-lastUsed)) / slope
 		left = math.Round(left*10) / 10
 		f.DaysUntilFull = &left
 	}

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,21 @@ import (
 	"github.com/lcmproject/lcm/internal/domain"
 	"github.com/lcmproject/lcm/internal/testutil"
 )
+
+// adminAuth admits any key as an admin from 127.0.0.1 (the panic test
+// needs a working guard around a broken service).
+type adminAuth struct{}
+
+func (adminAuth) AuthenticateMCP(context.Context, string) (*domain.Principal, error) {
+	return &domain.Principal{UserID: "admin", Roles: []string{domain.RoleAdmin}}, nil
+}
+func (adminAuth) AllowAPIKey(context.Context, string) (bool, time.Duration, error) {
+	return true, 0, nil
+}
+func (adminAuth) ClientAddr(context.Context, string, []string) netip.Addr {
+	return netip.MustParseAddr("127.0.0.1")
+}
+func (adminAuth) Allowed(context.Context, netip.Addr) bool { return true }
 
 // panickyAuth panics in the HTTP part of a request (the key check).
 type panickyAuth struct{ adminAuth }
@@ -36,7 +52,7 @@ func TestPanicsAreRecoveredAndCounted(t *testing.T) {
 	t.Cleanup(ts.Close)
 	c := sdk.NewClient(&sdk.Implementation{Name: "panic-test", Version: "1"}, nil)
 	cs, err := c.Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: ts.URL + Path,
-		HTTPClient: &http.Client{Transport: bearerRT{}, Timeout: 10 * time.Second}}, nil)
+		HTTPClient: &http.Client{Transport: bearerRT{key: "lcm_test"}, Timeout: 10 * time.Second}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

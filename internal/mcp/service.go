@@ -28,23 +28,31 @@ func NewService(st Store) *Service {
 	return &Service{st: st, cache: fleetCache{st: st}}
 }
 
-// visible returns the views p may see, sorted by name.
+// visible returns the views p may see, sorted by name: everything for an
+// admin, for anyone else the servers of the groups they manage (REST's
+// scope rule, applied to the cached views' current group ids).
 func (s *Service) visible(ctx context.Context, p *domain.Principal) ([]ServerView, error) {
-	all, err := s.cache.snapshot(ctx)
+	groups, every, err := s.st.VisibleGroups(ctx, store.ScopeOf(p))
 	if err != nil {
 		return nil, err
 	}
-	ids, every, err := s.st.VisibleServerIDs(ctx, store.ScopeOf(p))
+	all, err := s.cache.snapshot(ctx)
 	if err != nil {
 		return nil, err
 	}
 	if every {
 		return all, nil
 	}
-	out := make([]ServerView, 0, len(ids))
+	var out []ServerView
+	if len(groups) == 0 {
+		return out, nil
+	}
 	for _, v := range all {
-		if ids[v.ID] {
-			out = append(out, v)
+		for _, g := range v.GroupIDs {
+			if groups[g] {
+				out = append(out, v)
+				break
+			}
 		}
 	}
 	return out, nil
@@ -166,8 +174,9 @@ func (s *Service) GetServer(ctx context.Context, p *domain.Principal, id, name s
 // Summary is the fleet at a glance.
 type Summary struct {
 	Total                  int            `json:"total"`
-	Reachable              int            `json:"reachable"`
-	Unreachable            int            `json:"unreachable"`
+	Reachable              int            `json:"reachable" jsonschema:"servers contacted successfully and not unreachable (a single failed contact still counts as reachable, as in the status model)"`
+	Unreachable            int            `json:"unreachable" jsonschema:"servers with two or more failed contacts in a row: the status model's unreachable, equal to by_status.unreachable once the status is computed"`
+	NotContacted           int            `json:"not_contacted" jsonschema:"servers never reached yet (neither reachable nor unreachable)"`
 	ByStatus               map[string]int `json:"by_status"`
 	UpdatesAvailable       int            `json:"updates_available" jsonschema:"servers with at least one package update"`
 	SecurityUpdatesPending int            `json:"security_updates_pending" jsonschema:"servers with at least one security update"`
@@ -184,10 +193,13 @@ func (s *Service) FleetSummary(ctx context.Context, p *domain.Principal) (Summar
 	sum := Summary{ByStatus: map[string]int{"excellent": 0, "green": 0, "yellow": 0, "red": 0, "unreachable": 0, "unknown": 0}}
 	for _, v := range all {
 		sum.Total++
-		if v.Reachable {
-			sum.Reachable++
-		} else {
+		switch {
+		case v.unreachable:
 			sum.Unreachable++
+		case v.Reachable:
+			sum.Reachable++
+		default:
+			sum.NotContacted++
 		}
 		sum.ByStatus[v.Status]++
 		if v.OutdatedPackages > 0 {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/lcmproject/lcm/internal/domain"
+	"github.com/lcmproject/lcm/internal/status"
 	"github.com/lcmproject/lcm/internal/store"
 	"github.com/lcmproject/lcm/internal/testutil"
 	"github.com/lcmproject/lcm/internal/testutil/storetest"
@@ -154,5 +155,146 @@ func TestListenerFollowsAcrossReplicas(t *testing.T) {
 	testutil.WaitFor(t, 3*FollowInterval, "replica 2 unbinds", func() bool { return refused(a2) })
 	if !refused(fmt.Sprintf("127.0.0.1:%d", p1)) {
 		t.Fatal("replica 1 still listens")
+	}
+}
+
+// TestViewHardeningAndReachability: the view carries the proven hardening
+// (SSH, root login, sudo mode, firewall) and its index, and reachability
+// follows the status model: fleet_summary's unreachable equals the
+// servers the status model (and so REST's by_status) calls unreachable.
+// The warm cache follows each change. SQLite and PostgreSQL.
+func TestViewHardeningAndReachability(t *testing.T) {
+	for _, db := range testutil.Databases(t) {
+		t.Run(db.Name, func(t *testing.T) {
+			ctx := context.Background()
+			st := storetest.Open(t, db.URL)
+			admin := &domain.Principal{UserID: "admin", Roles: []string{domain.RoleAdmin}}
+			svc := NewService(st)
+			stat := status.New(st, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			ok, blip, down, never := addServer(t, st, "a-ok"), addServer(t, st, "b-blip"), addServer(t, st, "c-down"), addServer(t, st, "d-never")
+			get := func(s domain.Server) ServerView {
+				t.Helper()
+				v, err := svc.GetServer(ctx, admin, s.ID, "")
+				if err != nil {
+					t.Fatal(err)
+				}
+				return v
+			}
+			if v := get(ok); v.HardeningIndex != nil || v.FirewallActive || v.FirewallTool != "" || v.Reachable {
+				t.Fatalf("fresh server: %+v", v)
+			}
+			now := time.Now().UTC()
+			for _, s := range []domain.Server{ok, blip, down} {
+				if err := st.RecordContact(ctx, s.ID, true, "", now); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, c := range []struct {
+				s domain.Server
+				n int
+			}{{blip, 1}, {down, 2}} {
+				for i := 0; i < c.n; i++ {
+					if err := st.RecordContact(ctx, c.s.ID, false, "dial tcp: connection refused", now); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if err := stat.RecomputeMany(ctx, []string{ok.ID, blip.ID, down.ID, never.ID}); err != nil {
+				t.Fatal(err)
+			}
+			sum, err := svc.FleetSummary(ctx, admin)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sum.Reachable != 2 || sum.Unreachable != 1 || sum.NotContacted != 1 || sum.ByStatus["unreachable"] != sum.Unreachable {
+				t.Fatalf("summary %+v", sum)
+			}
+			rest, err := st.ListServers(ctx, store.SystemScope, store.ServerFilter{Status: "unreachable"})
+			if err != nil || len(rest) != 1 || rest[0].ID != down.ID {
+				t.Fatalf("REST's unreachable servers: %+v %v", rest, err)
+			}
+			if v := get(blip); !v.Reachable || v.Status != "yellow" {
+				t.Fatalf("one failed contact: reachable %v status %s", v.Reachable, v.Status)
+			}
+			if v := get(down); v.Reachable || v.Status != "unreachable" {
+				t.Fatalf("two failed contacts: reachable %v status %s", v.Reachable, v.Status)
+			}
+			if p, _ := svc.ListServers(ctx, admin, ListFilter{Status: "unreachable"}); p.Total != 1 || p.Servers[0].ID != down.ID {
+				t.Fatalf("list unreachable: %+v", p)
+			}
+
+			// Hardening, each proven step read back into the warm cache.
+			if err := st.RecordFirewall(ctx, ok.ID, "ufw", true, nil, now); err != nil {
+				t.Fatal(err)
+			}
+			if v := get(ok); !v.FirewallActive || v.FirewallTool != "ufw" || v.HardeningIndex == nil || *v.HardeningIndex != 25 {
+				t.Fatalf("after the firewall: %+v", v)
+			}
+			yes := true
+			if err := st.RecordSSHProof(ctx, ok.ID, store.SSHProof{Hardened: &yes, RootLogin: "prohibit-password", At: now}); err != nil {
+				t.Fatal(err)
+			}
+			if v := get(ok); !v.SSHHardened || v.RootLogin != "prohibit-password" || *v.HardeningIndex != 75 {
+				t.Fatalf("after SSH hardening: %+v", v)
+			}
+			if err := st.RecordSudoMode(ctx, ok.ID, domain.SudoRestricted, now); err != nil {
+				t.Fatal(err)
+			}
+			if v := get(ok); !v.SudoRestricted || *v.HardeningIndex != 100 {
+				t.Fatalf("after restricted sudo: %+v", v)
+			}
+			if err := st.RecordFirewall(ctx, ok.ID, "nftables", false, nil, now); err != nil {
+				t.Fatal(err)
+			}
+			if v := get(ok); v.FirewallActive || v.FirewallTool != "nftables" || *v.HardeningIndex != 75 {
+				t.Fatalf("after the firewall went off: %+v", v)
+			}
+			// A scan's findings reach the warm cache (server_findings is
+			// tracked), even when the status colour does not change.
+			if err := st.SetFindings(ctx, down.ID, []store.Finding{{CVE: "CVE-2024-1", Package: "p", Version: "1", FixedIn: "2", Severity: "high"}}); err != nil {
+				t.Fatal(err)
+			}
+			if v := get(down); v.CVEHigh != 1 || v.Status != "unreachable" {
+				t.Fatalf("after a high finding: %+v", v)
+			}
+			// A root login by password is proven but scores nothing.
+			if err := st.RecordSSHProof(ctx, blip.ID, store.SSHProof{RootLogin: "yes", At: now}); err != nil {
+				t.Fatal(err)
+			}
+			if v := get(blip); v.HardeningIndex == nil || *v.HardeningIndex != 0 || v.RootLogin != "yes" {
+				t.Fatalf("root login yes: %+v", v)
+			}
+		})
+	}
+}
+
+func TestHardeningIndex(t *testing.T) {
+	at := time.Now()
+	cases := []struct {
+		name string
+		ssh  bool
+		h    domain.Hardening
+		want int // -1: nil
+	}{
+		{"nothing known", false, domain.Hardening{SudoMode: domain.SudoFull}, -1},
+		{"firewall read back off", false, domain.Hardening{FirewallAt: &at, FirewallTool: "ufw"}, 0},
+		{"firewall on", false, domain.Hardening{FirewallAt: &at, FirewallActive: true}, 25},
+		{"firewall on, never read back", false, domain.Hardening{FirewallActive: true, SSHHardenedAt: &at}, 0},
+		{"ssh hardened", true, domain.Hardening{SSHHardenedAt: &at}, 25},
+		{"root no", false, domain.Hardening{RootLogin: "no", RootLoginAt: &at}, 25},
+		{"root forced commands", false, domain.Hardening{RootLogin: "forced-commands-only", RootLoginAt: &at}, 25},
+		{"root yes", false, domain.Hardening{RootLogin: "yes", RootLoginAt: &at}, 0},
+		{"restricted sudo", false, domain.Hardening{SudoMode: domain.SudoRestricted, SudoModeAt: &at}, 25},
+		{"full sudo proven", false, domain.Hardening{SudoMode: domain.SudoFull, SudoModeAt: &at}, 0},
+		{"all four", true, domain.Hardening{SSHHardenedAt: &at, RootLogin: "prohibit-password", RootLoginAt: &at,
+			SudoMode: domain.SudoRestricted, SudoModeAt: &at, FirewallActive: true, FirewallAt: &at}, 100},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := HardeningIndex(c.ssh, c.h)
+			if (got == nil) != (c.want < 0) || (got != nil && *got != c.want) {
+				t.Fatalf("got %v, want %d", got, c.want)
+			}
+		})
 	}
 }

@@ -51,9 +51,16 @@ type ServerView struct {
 	RebootRequired   bool         `json:"reboot_required"`
 	CVECritical      int          `json:"cve_critical"`
 	CVEHigh          int          `json:"cve_high"`
-	SSHHardened      bool         `json:"ssh_hardened"`
-	FirewallActive   bool         `json:"firewall_active"`
-	FirewallTool     string       `json:"firewall_tool"`
+	SSHHardened      bool         `json:"ssh_hardened" jsonschema:"password logins to sshd are off, proven by reading back the effective sshd configuration"`
+	RootLogin        string       `json:"root_login" jsonschema:"sshd's effective PermitRootLogin as last proven (yes, no, prohibit-password, forced-commands-only); empty when never read back"`
+	SudoRestricted   bool         `json:"sudo_restricted" jsonschema:"the management user's sudo is restricted to LCM's helper (proven)"`
+	FirewallActive   bool         `json:"firewall_active" jsonschema:"the host firewall was last read back as active"`
+	FirewallTool     string       `json:"firewall_tool" jsonschema:"the firewall backend found on the server (ufw, firewalld, nftables); empty when never read back"`
+	HardeningIndex   *int         `json:"hardening_index" jsonschema:"0 to 100: 25 points for each proven check (SSH hardened, root login without password, restricted sudo, active firewall); null when LCM has never read any of them back"`
+
+	// unreachable follows the status model (status.UnreachableAfter
+	// failed contacts in a row), so fleet_summary agrees with by_status.
+	unreachable bool
 }
 
 // InsightOut is one line of a server's traffic-light explanation.
@@ -64,7 +71,7 @@ type InsightOut struct {
 }
 
 // Store is what the view reads (system scope; visibility is applied per
-// request through VisibleServerIDs).
+// request through VisibleGroups).
 type Store interface {
 	FleetVersion() store.FleetVersion
 	FleetChangesSince(v store.FleetVersion) (store.FleetVersion, []string, bool)
@@ -73,7 +80,7 @@ type Store interface {
 	LoadStatusInputsMany(ctx context.Context, ids []string) (map[string]store.StatusInputs, error)
 	StatusOf(ctx context.Context, sc store.Scope, ids []string) (map[string]store.StatusRecord, error)
 	FactsJSONOf(ctx context.Context, ids []string) (map[string][]byte, error)
-	VisibleServerIDs(ctx context.Context, sc store.Scope) (map[string]bool, bool, error)
+	VisibleGroups(ctx context.Context, sc store.Scope) (map[string]bool, bool, error)
 	ListFindings(ctx context.Context, sc store.Scope, f store.FindingsFilter) ([]store.FindingRecord, int64, error)
 	ServerOutdated(ctx context.Context, sc store.Scope, id string) ([]store.OutdatedRecord, error)
 }
@@ -181,6 +188,37 @@ func (c *fleetCache) build(ctx context.Context, list []domain.Server) ([]ServerV
 	return out, nil
 }
 
+// HardeningIndex scores what LCM has proven about a server's hardening,
+// 0 to 100, 25 points per check: password logins to sshd off, root login
+// not by password (PermitRootLogin no, prohibit-password or
+// forced-commands-only), the management user's sudo restricted, a firewall
+// active. A check never read back scores nothing (proven, not claimed).
+// nil when none of the four was ever read back: nothing is known. The
+// reference derives the index from Lynis; LCM runs no Lynis, so the index
+// is built from its own proofs (docs/mcp.md).
+func HardeningIndex(sshHardened bool, h domain.Hardening) *int {
+	if h.SSHHardenedAt == nil && h.RootLoginAt == nil && h.SudoModeAt == nil && h.FirewallAt == nil && !sshHardened {
+		return nil
+	}
+	n := 0
+	if sshHardened {
+		n += 25
+	}
+	switch h.RootLogin {
+	case "no", "prohibit-password", "without-password", "forced-commands-only":
+		if h.RootLoginAt != nil {
+			n += 25
+		}
+	}
+	if h.SudoMode == domain.SudoRestricted && h.SudoModeAt != nil {
+		n += 25
+	}
+	if h.FirewallActive && h.FirewallAt != nil {
+		n += 25
+	}
+	return &n
+}
+
 // viewOf assembles the curated record from non-secret fields only.
 func viewOf(s domain.Server, in store.StatusInputs, st store.StatusRecord, factsJSON []byte) ServerView {
 	v := ServerView{
@@ -189,8 +227,16 @@ func viewOf(s domain.Server, in store.StatusInputs, st store.StatusRecord, facts
 		Transport: s.Transport, Joined: s.Joined, LastSeenAt: s.LastSeenAt, Status: string(s.Status),
 		Insights: []InsightOut{}, OutdatedPackages: s.UpdatesAvail, SecurityUpdates: s.SecurityAvail,
 		RebootRequired: s.RebootRequired, SSHHardened: s.SSHHardened,
-		Reachable: s.Joined && in.UnreachableSince == nil && in.FailedContacts == 0,
+		RootLogin: s.Hardening.RootLogin, SudoRestricted: s.Hardening.SudoMode == domain.SudoRestricted && s.Hardening.SudoModeAt != nil,
+		FirewallActive: s.Hardening.FirewallActive, FirewallTool: s.Hardening.FirewallTool,
+		HardeningIndex: HardeningIndex(s.SSHHardened, s.Hardening),
 	}
+	// Reachability is the status model's: unreachable after
+	// status.UnreachableAfter failed contacts in a row; reachable once
+	// contacted and not unreachable (a single failure is a blip, yellow).
+	contacted := s.LastSeenAt != nil || in.LastSeenAt != nil || in.Facts != nil
+	v.unreachable = in.FailedContacts >= status.UnreachableAfter
+	v.Reachable = contacted && !v.unreachable
 	if v.GroupIDs == nil {
 		v.GroupIDs = []string{}
 	}

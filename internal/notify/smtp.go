@@ -32,10 +32,13 @@ func sendMail(ctx context.Context, c Config, s Secrets, m Message) (Result, erro
 	if err != nil {
 		return Result{}, err
 	}
-	if err := mail.Send(ctx, mc, mail.Message{ToList: c.To, Subject: m.Title(), Body: MailBody(m)}); err != nil {
+	reply, err := mail.SendReply(ctx, mc, mail.Message{ToList: c.To, Subject: m.Title(), Body: MailBody(m)})
+	if err != nil {
 		return Result{}, err
 	}
-	return Result{Answer: fmt.Sprintf("accepted by %s:%d for %s", c.Host, c.Port, strings.Join(c.To, ", "))}, nil
+	// The server's own reply to the message (e.g. "250 2.0.0 Ok: queued as
+	// 4Xk2f"): what the relay said, not what LCM assumes.
+	return Result{Answer: fmt.Sprintf("accepted by %s:%d for %s: %s", c.Host, c.Port, strings.Join(c.To, ", "), reply)}, nil
 }
 
 // MailBody is the plain-text body of a notification e-mail.

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 )
@@ -163,9 +164,46 @@ func HTTPClient(c Config) (*http.Client, error) {
 		tc.RootCAs = pool
 	}
 	tr := &http.Transport{TLSClientConfig: tc, Proxy: http.ProxyFromEnvironment, ForceAttemptHTTP2: true,
-		TLSHandshakeTimeout: webhookTimeout, ResponseHeaderTimeout: webhookTimeout, MaxIdleConnsPerHost: 2}
+		TLSHandshakeTimeout: webhookTimeout, ResponseHeaderTimeout: webhookTimeout, MaxIdleConnsPerHost: 4,
+		IdleConnTimeout: idleConnTimeout}
 	return &http.Client{Transport: tr, Timeout: webhookTimeout,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}, nil
+}
+
+// idleConnTimeout keeps a receiver's connection open between deliveries
+// of a burst (a fresh TLS handshake per notification costs more CPU than
+// the rest of the delivery) and closes it soon after.
+const idleConnTimeout = 30 * time.Second
+
+// maxClients bounds the cached clients (one per distinct CA setting).
+const maxClients = 64
+
+// clients caches webhook clients by their only input, the channel's CA
+// PEM, so deliveries reuse connections; a changed CA is a new client.
+var clients = struct {
+	sync.Mutex
+	m map[[32]byte]*http.Client
+}{m: map[[32]byte]*http.Client{}}
+
+func cachedClient(c Config) (*http.Client, error) {
+	key := sha256.Sum256([]byte(c.CAPEM))
+	clients.Lock()
+	defer clients.Unlock()
+	if cl := clients.m[key]; cl != nil {
+		return cl, nil
+	}
+	cl, err := HTTPClient(c)
+	if err != nil {
+		return nil, err
+	}
+	if len(clients.m) >= maxClients {
+		for k, old := range clients.m {
+			old.CloseIdleConnections()
+			delete(clients.m, k)
+		}
+	}
+	clients.m[key] = cl
+	return cl, nil
 }
 
 func sendWebhook(ctx context.Context, c Config, s Secrets, m Message) (Result, error) {
@@ -176,11 +214,10 @@ func sendWebhook(ctx context.Context, c Config, s Secrets, m Message) (Result, e
 	if err != nil {
 		return Result{}, err
 	}
-	client, err := HTTPClient(c)
+	client, err := cachedClient(c)
 	if err != nil {
 		return Result{}, err
 	}
-	defer client.CloseIdleConnections()
 	target := strings.TrimRight(s.URL, "/") + suffix
 	if suffix == "" {
 		target = s.URL

@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
+	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
 	"github.com/lcmproject/lcm/internal/domain"
@@ -89,16 +92,39 @@ func (s *Store) SaveChannel(ctx context.Context, c NotificationChannel) (Notific
 	return s.GetChannel(ctx, row.ID)
 }
 
-// DeleteChannel removes a channel.
-func (s *Store) DeleteChannel(ctx context.Context, id string) error {
-	res := s.conn(ctx).Where("id = ?", id).Delete(&notificationChannelRow{})
+// CreateChannelIfAbsent inserts c unless a channel of its name exists
+// (insert-or-ignore on the unique name, so replicas starting together
+// create it once and none fails). It reports whether this call created it.
+func (s *Store) CreateChannelIfAbsent(ctx context.Context, c NotificationChannel) (NotificationChannel, bool, error) {
+	now := time.Now().UTC()
+	row := notificationChannelRow{ID: uuid.NewString(), Name: c.Name, Type: c.Type, Enabled: c.Enabled, System: c.System,
+		Config: string(c.Config), Secrets: string(c.Secrets), CreatedAt: now, UpdatedAt: now}
+	res := s.conn(ctx).Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "name"}}, DoNothing: true}).Create(&row)
 	if res.Error != nil {
-		return mapErr(res.Error, "notification channel")
+		return NotificationChannel{}, false, mapErr(res.Error, "notification channel")
 	}
 	if res.RowsAffected == 0 {
-		return domain.NotFound("notification channel")
+		return NotificationChannel{}, false, nil
 	}
-	return nil
+	return channelOf(row), true, nil
+}
+
+// DeleteChannel removes a channel; its deliveries still waiting are
+// given up (the history says why).
+func (s *Store) DeleteChannel(ctx context.Context, id string) error {
+	return s.InTx(ctx, func(tx *Store) error {
+		db := tx.conn(ctx)
+		res := db.Where("id = ?", id).Delete(&notificationChannelRow{})
+		if res.Error != nil {
+			return mapErr(res.Error, "notification channel")
+		}
+		if res.RowsAffected == 0 {
+			return domain.NotFound("notification channel")
+		}
+		return mapErr(db.Model(&alertDeliveryRow{}).Where("channel_id = ? AND status IN ?", id, []string{DeliveryPending, DeliveryRetrying}).
+			Updates(map[string]any{"status": DeliveryGivenUp, "next_attempt_at": nil, "last_error": "the channel was deleted",
+				"updated_at": time.Now().UTC()}).Error, "alert deliveries")
+	})
 }
 
 // AlertRule is a stored rule; Params is the type's JSON parameters.
@@ -292,53 +318,47 @@ func (s *Store) RecordTransitions(ctx context.Context, ts []Transition) ([]Alert
 	err := s.InTx(ctx, func(tx *Store) error {
 		made = made[:0]
 		db := tx.conn(ctx)
-		for _, t := range ts {
-			ev := t.Event
-			now := ev.CreatedAt.UTC()
-			ev.ID = uuid.NewString()
-			var n int64
-			switch ev.Kind {
-			case AlertFiring:
-				res := db.Clauses(clause.OnConflict{DoNothing: true}).Create(&alertOpenRow{RuleID: ev.RuleID, Subject: ev.Subject,
-					OpenedAt: now, LastNotifiedAt: now, Message: ev.Message})
-				if res.Error != nil {
-					return res.Error
-				}
-				n = res.RowsAffected
-			case AlertRepeat:
-				res := db.Model(&alertOpenRow{}).Where("rule_id = ? AND subject = ? AND last_notified_at = ?", ev.RuleID, ev.Subject, t.PrevNotified.UTC()).
-					Updates(map[string]any{"last_notified_at": now, "message": ev.Message})
-				if res.Error != nil {
-					return res.Error
-				}
-				n = res.RowsAffected
-			case AlertResolved:
-				res := db.Where("rule_id = ? AND subject = ?", ev.RuleID, ev.Subject).Delete(&alertOpenRow{})
-				if res.Error != nil {
-					return res.Error
-				}
-				n = res.RowsAffected
-			default:
-				return fmt.Errorf("store: unknown alert transition %q", ev.Kind)
-			}
-			if n == 0 {
-				continue
-			}
-			if err := db.Create(&alertEventRow{ID: ev.ID, RuleID: ev.RuleID, RuleName: ev.RuleName, RuleType: ev.RuleType, Subject: ev.Subject,
-				ServerName: ev.ServerName, Kind: ev.Kind, Severity: ev.Severity, Message: ev.Message, CreatedAt: now}).Error; err != nil {
+		var events []alertEventRow
+		var deliveries []alertDeliveryRow
+		// Each kind's conditional writes go out as one statement per chunk
+		// (RETURNING names the rows this caller changed): a first evaluation
+		// opens thousands of alerts, a repeat wave touches them all.
+		const chunk = 300
+		for lo := 0; lo < len(ts); lo += chunk {
+			part := ts[lo:min(lo+chunk, len(ts))]
+			done, err := applyTransitions(db, part)
+			if err != nil {
 				return err
 			}
-			ev.CreatedAt = now
-			ev.Deliveries = nil
-			for _, c := range t.Channels {
-				d := alertDeliveryRow{ID: uuid.NewString(), EventID: ev.ID, ChannelID: c.ID, ChannelName: c.Name, Status: DeliveryPending,
-					NextAttemptAt: &now, UpdatedAt: now}
-				if err := db.Create(&d).Error; err != nil {
-					return err
+			for _, t := range part {
+				ev := t.Event
+				if !done[openKey{ev.RuleID, ev.Subject}] {
+					continue
 				}
-				ev.Deliveries = append(ev.Deliveries, deliveryOf(d))
+				now := ev.CreatedAt.UTC()
+				ev.ID = uuid.NewString()
+				events = append(events, alertEventRow{ID: ev.ID, RuleID: ev.RuleID, RuleName: ev.RuleName, RuleType: ev.RuleType, Subject: ev.Subject,
+					ServerName: ev.ServerName, Kind: ev.Kind, Severity: ev.Severity, Message: ev.Message, CreatedAt: now})
+				ev.CreatedAt = now
+				ev.Deliveries = nil
+				for _, c := range t.Channels {
+					d := alertDeliveryRow{ID: uuid.NewString(), EventID: ev.ID, ChannelID: c.ID, ChannelName: c.Name, Status: DeliveryPending,
+						NextAttemptAt: &now, UpdatedAt: now}
+					deliveries = append(deliveries, d)
+					ev.Deliveries = append(ev.Deliveries, deliveryOf(d))
+				}
+				made = append(made, ev)
 			}
-			made = append(made, ev)
+		}
+		if len(events) > 0 {
+			if err := db.CreateInBatches(events, 200).Error; err != nil {
+				return err
+			}
+		}
+		if len(deliveries) > 0 {
+			if err := db.CreateInBatches(deliveries, 200).Error; err != nil {
+				return err
+			}
 		}
 		return nil
 	})
@@ -346,6 +366,107 @@ func (s *Store) RecordTransitions(ctx context.Context, ts []Transition) ([]Alert
 		return nil, mapErr(err, "alert event")
 	}
 	return made, nil
+}
+
+type openKey struct{ rule, subject string }
+
+// applyTransitions applies the state changes of ts (distinct alerts) and
+// returns the alerts this caller changed: firing inserts the open alert
+// (nothing when it is open already), repeat moves last_notified_at only
+// from the value the caller saw, resolved deletes it (nothing when another
+// replica did). PostgreSQL and SQLite (3.35+) both return the changed rows.
+func applyTransitions(db *gorm.DB, ts []Transition) (map[openKey]bool, error) {
+	done := map[openKey]bool{}
+	var firing, repeat, resolved []Transition
+	for _, t := range ts {
+		switch t.Event.Kind {
+		case AlertFiring:
+			firing = append(firing, t)
+		case AlertRepeat:
+			repeat = append(repeat, t)
+		case AlertResolved:
+			resolved = append(resolved, t)
+		default:
+			return nil, fmt.Errorf("store: unknown alert transition %q", t.Event.Kind)
+		}
+	}
+	collect := func(q string, args []any) error {
+		rows, err := db.Raw(q, args...).Rows()
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var k openKey
+			if err := rows.Scan(&k.rule, &k.subject); err != nil {
+				return err
+			}
+			done[k] = true
+		}
+		return rows.Err()
+	}
+	if len(firing) > 0 {
+		var b strings.Builder
+		args := make([]any, 0, 5*len(firing))
+		b.WriteString("INSERT INTO alert_open (rule_id, subject, opened_at, last_notified_at, message) VALUES ")
+		for i, t := range firing {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString("(?, ?, ?, ?, ?)")
+			now := t.Event.CreatedAt.UTC()
+			args = append(args, t.Event.RuleID, t.Event.Subject, now, now, t.Event.Message)
+		}
+		b.WriteString(" ON CONFLICT (rule_id, subject) DO NOTHING RETURNING rule_id, subject")
+		if err := collect(b.String(), args); err != nil {
+			return nil, err
+		}
+	}
+	if len(repeat) > 0 {
+		// One notification time per evaluation; the message per alert.
+		var msg, in strings.Builder
+		var msgArgs, inArgs []any
+		msg.WriteString("CASE")
+		for i, t := range repeat {
+			if i > 0 {
+				in.WriteString(", ")
+			}
+			msg.WriteString(" WHEN rule_id = ? AND subject = ? THEN ?")
+			msgArgs = append(msgArgs, t.Event.RuleID, t.Event.Subject, t.Event.Message)
+			in.WriteString("(?, ?, ?)")
+			inArgs = append(inArgs, t.Event.RuleID, t.Event.Subject, t.PrevNotified.UTC())
+		}
+		msg.WriteString(" ELSE message END")
+		// Every repeat of one call shares the evaluation's time (checked).
+		now := repeat[0].Event.CreatedAt.UTC()
+		for _, t := range repeat {
+			if !t.Event.CreatedAt.Equal(repeat[0].Event.CreatedAt) {
+				return nil, fmt.Errorf("store: repeats of one call must share their time")
+			}
+		}
+		args := append([]any{now}, msgArgs...)
+		args = append(args, inArgs...)
+		q := "UPDATE alert_open SET last_notified_at = ?, message = " + msg.String() +
+			" WHERE (rule_id, subject, last_notified_at) IN (" + in.String() + ") RETURNING rule_id, subject"
+		if err := collect(q, args); err != nil {
+			return nil, err
+		}
+	}
+	if len(resolved) > 0 {
+		var in strings.Builder
+		args := make([]any, 0, 2*len(resolved))
+		for i, t := range resolved {
+			if i > 0 {
+				in.WriteString(", ")
+			}
+			in.WriteString("(?, ?)")
+			args = append(args, t.Event.RuleID, t.Event.Subject)
+		}
+		if err := collect("DELETE FROM alert_open WHERE (rule_id, subject) IN ("+in.String()+") RETURNING rule_id, subject", args); err != nil {
+			return nil, err
+		}
+	}
+	return done, nil
 }
 
 // Delivery states.
@@ -373,27 +494,47 @@ func (s *Store) UpdateDelivery(ctx context.Context, d AlertDelivery) error {
 		"next_attempt_at": d.NextAttemptAt, "updated_at": time.Now().UTC()}).Error, "alert delivery")
 }
 
-// ClaimStaleDeliveries returns deliveries still pending or retrying whose
-// next attempt is due before cutoff (their replica died or restarted) and
-// moves their next attempt to until, so one caller resumes each. skip
-// leaves out deliveries the caller is still working on.
-func (s *Store) ClaimStaleDeliveries(ctx context.Context, cutoff, until time.Time, skip func(id string) bool) ([]AlertDelivery, error) {
-	var rows []alertDeliveryRow
-	if err := s.conn(ctx).Where("status IN ? AND next_attempt_at < ?", []string{DeliveryPending, DeliveryRetrying}, cutoff.UTC()).
-		Limit(500).Find(&rows).Error; err != nil {
-		return nil, mapErr(err, "alert deliveries")
+// ChannelIDs lists the ids of every notification channel (the delivery
+// pump visits each one's queue).
+func (s *Store) ChannelIDs(ctx context.Context) ([]string, error) {
+	var ids []string
+	return ids, mapErr(s.conn(ctx).Model(&notificationChannelRow{}).Order("id").Pluck("id", &ids).Error, "notification channels")
+}
+
+// ClaimDueDeliveries claims up to limit due deliveries (pending or
+// retrying, next attempt at or before now) of a channel, oldest first, by
+// moving each one's next attempt to until (the lease of the attempt).
+// Deliveries are the queue: a waiting one is only a row, holds no
+// goroutine and is not written while it waits. Each claim is conditional
+// on the value read, so of replicas claiming together exactly one gets
+// each delivery; a replica that dies mid-attempt leaves the lease to run
+// out, and the delivery is due again for anyone. Each status is read
+// along the (channel_id, status, next_attempt_at) index, so a claim reads
+// at most limit rows of each however long the queue.
+func (s *Store) ClaimDueDeliveries(ctx context.Context, channelID string, now, until time.Time, limit int) ([]AlertDelivery, error) {
+	if limit <= 0 {
+		return nil, nil
 	}
-	var out []AlertDelivery
-	for _, r := range rows {
-		if skip != nil && skip(r.ID) {
-			continue
+	var rows []alertDeliveryRow
+	for _, st := range []string{DeliveryPending, DeliveryRetrying} {
+		var part []alertDeliveryRow
+		if err := s.conn(ctx).Where("channel_id = ? AND status = ? AND next_attempt_at <= ?", channelID, st, now.UTC()).
+			Order("next_attempt_at").Limit(limit).Find(&part).Error; err != nil {
+			return nil, mapErr(err, "alert deliveries")
 		}
-		res := s.conn(ctx).Model(&alertDeliveryRow{}).Where("id = ? AND next_attempt_at = ?", r.ID, r.NextAttemptAt).
+		rows = append(rows, part...)
+	}
+	slices.SortFunc(rows, func(a, b alertDeliveryRow) int { return a.NextAttemptAt.Compare(*b.NextAttemptAt) })
+	var out []AlertDelivery
+	for _, r := range rows[:min(limit, len(rows))] {
+		res := s.conn(ctx).Model(&alertDeliveryRow{}).Where("id = ? AND next_attempt_at = ? AND status = ?", r.ID, r.NextAttemptAt, r.Status).
 			Update("next_attempt_at", until.UTC())
 		if res.Error != nil {
 			return nil, mapErr(res.Error, "alert deliveries")
 		}
 		if res.RowsAffected == 1 {
+			u := until.UTC()
+			r.NextAttemptAt = &u
 			out = append(out, deliveryOf(r))
 		}
 	}
@@ -510,18 +651,82 @@ func (s *Store) ManagedGroupIDs(ctx context.Context, userID string) ([]string, e
 	return ids, nil
 }
 
-// RootStorageDays returns the daily aggregates of "/" since a day
-// (YYYY-MM-DD) for the given servers, oldest first, keyed by server.
-func (s *Store) RootStorageDays(ctx context.Context, ids []string, sinceDay string) (map[string][]StorageDay, error) {
-	out := map[string][]StorageDay{}
+// GenStorageDaily names the generation of storage_daily: every write of
+// daily aggregates (the daily aggregation, a direct replace) moves it, in
+// the writing transaction.
+const GenStorageDaily = "storage_daily"
+
+func (s *Store) bumpGeneration(ctx context.Context, name string) error {
+	return mapErr(s.conn(ctx).Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "name"}},
+		DoUpdates: clause.Assignments(map[string]any{"gen": gorm.Expr("data_generations.gen + 1")})}).
+		Create(&dataGenerationRow{Name: name, Gen: 1}).Error, "data generation")
+}
+
+// Generation returns the current generation of name (0 before its first
+// write). Replicas share it through the database.
+func (s *Store) Generation(ctx context.Context, name string) (int64, error) {
+	var gens []int64
+	if err := s.conn(ctx).Model(&dataGenerationRow{}).Where("name = ?", name).Pluck("gen", &gens).Error; err != nil {
+		return 0, mapErr(err, "data generation")
+	}
+	if len(gens) == 0 {
+		return 0, nil
+	}
+	return gens[0], nil
+}
+
+// StorageTrend is the least-squares sums of a server's daily used bytes of
+// "/" (x: days since the first day asked for, y: the day's average used
+// bytes) with its last day's used and total bytes.
+type StorageTrend struct {
+	N                   int
+	SX, SY, SXY, SXX    float64
+	LastUsed, LastTotal int64
+	LastDay             string
+}
+
+// RootStorageTrends sums, per server in ids, the daily aggregates of "/"
+// from sinceDay (YYYY-MM-DD) on, in the database: one row per server
+// instead of one per day (10,000 servers × 30 days would be 300,000 rows
+// for the alert evaluation to read). The forecast from the sums is
+// inventory.ForecastFromSums, the same formula the storage history shows.
+func (s *Store) RootStorageTrends(ctx context.Context, ids []string, sinceDay string) (map[string]StorageTrend, error) {
+	// x: whole days since sinceDay. SQLite compares Julian day numbers
+	// (the first one computed here once, not per row).
+	since, err := time.Parse(dayFormat, sinceDay)
+	if err != nil {
+		return nil, domain.Invalid("invalid_day", "sinceDay must be YYYY-MM-DD")
+	}
+	var sinceArg any = float64(since.Unix())/86400 + 2440587.5
+	x := "CAST(julianday(day) - ? AS INTEGER)"
+	if s.dialect == Postgres {
+		x, sinceArg = "(CAST(day AS date) - CAST(? AS date))", sinceDay
+	}
+	q := `SELECT a.server_id, a.n, a.sx, a.sy, a.sxy, a.sxx, d.avg_used, d.total_bytes, a.last
+	FROM (SELECT server_id, COUNT(*) AS n, CAST(SUM(x) AS DOUBLE PRECISION) AS sx, CAST(SUM(avg_used) AS DOUBLE PRECISION) AS sy,
+			CAST(SUM(x * avg_used) AS DOUBLE PRECISION) AS sxy, CAST(SUM(x * x) AS DOUBLE PRECISION) AS sxx, MAX(day) AS last
+		FROM (SELECT server_id, day, avg_used, ` + x + ` AS x FROM storage_daily WHERE server_id IN ? AND mount = ? AND day >= ?) p
+		GROUP BY server_id) a
+	JOIN storage_daily d ON d.server_id = a.server_id AND d.mount = ? AND d.day = a.last`
+	out := make(map[string]StorageTrend, len(ids))
 	for lo := 0; lo < len(ids); lo += ingestBatch {
-		var rows []storageDailyRow
-		if err := s.conn(ctx).Omit("Server").Where("server_id IN ? AND mount = ? AND day >= ?", ids[lo:min(lo+ingestBatch, len(ids))], "/", sinceDay).
-			Order("server_id, day").Find(&rows).Error; err != nil {
+		rows, err := s.conn(ctx).Raw(q, sinceArg, ids[lo:min(lo+ingestBatch, len(ids))], "/", sinceDay, "/").Rows()
+		if err != nil {
 			return nil, mapErr(err, "storage daily")
 		}
-		for _, d := range rows {
-			out[d.ServerID] = append(out[d.ServerID], StorageDay{Day: d.Day, AvgUsed: d.AvgUsed, MaxUsed: d.MaxUsed, TotalBytes: d.TotalBytes, Samples: d.Samples})
+		for rows.Next() {
+			var id string
+			var t StorageTrend
+			if err := rows.Scan(&id, &t.N, &t.SX, &t.SY, &t.SXY, &t.SXX, &t.LastUsed, &t.LastTotal, &t.LastDay); err != nil {
+				rows.Close()
+				return nil, mapErr(err, "storage daily")
+			}
+			out[id] = t
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, mapErr(err, "storage daily")
 		}
 	}
 	return out, nil

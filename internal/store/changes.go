@@ -32,10 +32,12 @@ import (
 // Other replicas learn of changes over NATS (OnFleetChange,
 // NoteFleetChange; a reconnect is TouchFleet).
 
-// fleetTables are the tables the server list is built from. Jobs are not
-// among them: a list reads active jobs on every request.
+// fleetTables are the tables the server list (and the MCP view, which
+// also shows each server's vulnerability counts) is built from. Jobs are
+// not among them: a list reads active jobs on every request. Findings
+// change only with a scan, one server at a time (SetFindings).
 var fleetTables = map[string]bool{"servers": true, "server_status": true, "group_servers": true, "server_groups": true,
-	"server_agents": true}
+	"server_agents": true, "server_findings": true}
 
 // writeTarget finds the table a raw INSERT, UPDATE or DELETE writes.
 var writeTarget = regexp.MustCompile(`(?is)^\s*(?:with\b.*?\)\s*)?(?:insert\s+(?:or\s+\w+\s+)?into|update(?:\s+or\s+\w+)?|delete\s+from)\s+"?(\w+)"?`)
@@ -44,7 +46,7 @@ var writeTarget = regexp.MustCompile(`(?is)^\s*(?:with\b.*?\)\s*)?(?:insert\s+(?
 // so a write can be attributed to the servers it touched. server_groups
 // has none: a group change may touch any number of servers.
 var serverKey = map[string]string{"servers": "id", "server_status": "server_id", "group_servers": "server_id",
-	"server_agents": "server_id"}
+	"server_agents": "server_id", "server_findings": "server_id"}
 
 // fleetLogSize bounds the remembered per-server changes; a cache that falls
 // further behind rebuilds everything.

@@ -78,28 +78,54 @@ func (s *Store) LoadStatusInputsMany(ctx context.Context, ids []string) (map[str
 
 func (s *Store) loadStatusInputs(ctx context.Context, ids []string, out map[string]StatusInputs) error {
 	db := s.conn(ctx)
-	var srv []serverRow
-	if err := db.Select("id", "last_seen_at", "ssh_hardened", "firewall_active", "firewall_tool", "firewall_at").Where("id IN ?", ids).Find(&srv).Error; err != nil {
+	// The two widest reads (every server, every facts row) are scanned
+	// into plain values, without the ORM's per-field reflection: the alert
+	// evaluation and the status recompute read 10,000 servers at a time.
+	ins := make(map[string]*StatusInputs, len(ids))
+	rows, err := db.Model(&serverRow{}).Select("id", "last_seen_at", "ssh_hardened", "firewall_active", "firewall_tool", "firewall_at").
+		Where("id IN ?", ids).Rows()
+	if err != nil {
 		return mapErr(err, "server")
 	}
-	if len(srv) == 0 {
+	for rows.Next() {
+		var id, tool string
+		var seen, fwAt *time.Time
+		var hardened, active bool
+		if err := rows.Scan(&id, &seen, &hardened, &active, &tool, &fwAt); err != nil {
+			rows.Close()
+			return mapErr(err, "server")
+		}
+		ins[id] = &StatusInputs{LastSeenAt: seen, Findings: map[string]int{},
+			SSHHardened: hardened, FirewallActive: active, FirewallTool: tool, FirewallKnown: fwAt != nil}
+	}
+	err = rows.Err()
+	rows.Close()
+	if err != nil {
+		return mapErr(err, "server")
+	}
+	if len(ins) == 0 {
 		return nil
 	}
-	ins := make(map[string]*StatusInputs, len(srv))
-	for _, r := range srv {
-		ins[r.ID] = &StatusInputs{LastSeenAt: r.LastSeenAt, Findings: map[string]int{},
-			SSHHardened: r.SSHHardened, FirewallActive: r.FirewallActive, FirewallTool: r.FirewallTool, FirewallKnown: r.FirewallAt != nil}
-	}
-	var facts []serverFactsRow
-	if err := db.Omit("Server", "facts").Where("server_id IN ?", ids).Find(&facts).Error; err != nil {
+	rows, err = db.Model(&serverFactsRow{}).Select("server_id", "package_manager", "packages", "updates", "security_updates",
+		"reboot_required", "root_used_percent", "collected_at", "security_since").Where("server_id IN ?", ids).Rows()
+	if err != nil {
 		return mapErr(err, "server facts")
 	}
-	for _, r := range facts {
-		if in := ins[r.ServerID]; in != nil {
-			in.Facts = &FactsRecord{ServerID: r.ServerID, PackageManager: r.PackageManager, Packages: r.Packages,
-				Updates: r.Updates, SecurityUpdates: r.SecurityUpdates, RebootRequired: r.RebootRequired,
-				RootUsedPercent: r.RootUsedPercent, CollectedAt: r.CollectedAt, SecuritySince: r.SecuritySince}
+	for rows.Next() {
+		var f FactsRecord
+		if err := rows.Scan(&f.ServerID, &f.PackageManager, &f.Packages, &f.Updates, &f.SecurityUpdates, &f.RebootRequired,
+			&f.RootUsedPercent, &f.CollectedAt, &f.SecuritySince); err != nil {
+			rows.Close()
+			return mapErr(err, "server facts")
 		}
+		if in := ins[f.ServerID]; in != nil {
+			in.Facts = &f
+		}
+	}
+	err = rows.Err()
+	rows.Close()
+	if err != nil {
+		return mapErr(err, "server facts")
 	}
 	var st []serverStatusRow
 	if err := db.Omit("Server").Where("server_id IN ?", ids).Find(&st).Error; err != nil {

@@ -164,7 +164,10 @@ func (s *Store) AggregateStorage(ctx context.Context, now time.Time, keepRaw, re
 		if err := db.Where("taken_at < ?", from).Delete(&storageSampleRow{}).Error; err != nil {
 			return mapErr(err, "storage samples")
 		}
-		return mapErr(db.Where("day < ?", today.Add(-retention).Format(dayFormat)).Delete(&storageDailyRow{}).Error, "storage daily")
+		if err := db.Where("day < ?", today.Add(-retention).Format(dayFormat)).Delete(&storageDailyRow{}).Error; err != nil {
+			return mapErr(err, "storage daily")
+		}
+		return tx.bumpGeneration(ctx, GenStorageDaily)
 	})
 	return len(out), err
 }
@@ -235,6 +238,9 @@ func (s *Store) ReplaceStorageDaily(ctx context.Context, serverID, mount string,
 		db := tx.conn(ctx)
 		if err := db.Where("server_id = ? AND mount = ?", serverID, mount).Delete(&storageDailyRow{}).Error; err != nil {
 			return mapErr(err, "storage daily")
+		}
+		if err := tx.bumpGeneration(ctx, GenStorageDaily); err != nil {
+			return err
 		}
 		rows := make([]storageDailyRow, len(days))
 		for i, d := range days {

@@ -79,25 +79,49 @@ func (alertEventRow) TableName() string { return "alert_events" }
 
 // alertDeliveryRow is the delivery of one event through one channel.
 type alertDeliveryRow struct {
-	ID            string     `gorm:"primaryKey;size:36"`
-	EventID       string     `gorm:"size:36;not null;index"`
-	ChannelID     string     `gorm:"size:36;not null;index"`
-	ChannelName   string     `gorm:"size:100;not null"`
-	Status        string     `gorm:"size:16;not null;index"`
-	Attempts      int        `gorm:"not null"`
-	LastError     string     `gorm:"type:text;not null;default:''"`
-	Response      string     `gorm:"type:text;not null;default:''"`
-	NextAttemptAt *time.Time `gorm:"column:next_attempt_at"`
+	ID          string `gorm:"primaryKey;size:36"`
+	EventID     string `gorm:"size:36;not null;index"`
+	ChannelID   string `gorm:"size:36;not null;index;index:alert_deliveries_queue,priority:1"`
+	ChannelName string `gorm:"size:100;not null"`
+	Status      string `gorm:"size:16;not null;index;index:alert_deliveries_queue,priority:2"`
+	Attempts    int    `gorm:"not null"`
+	LastError   string `gorm:"type:text;not null;default:''"`
+	Response    string `gorm:"type:text;not null;default:''"`
+	// The delivery queue is read by (channel_id, status, next_attempt_at):
+	// a channel's oldest due rows of one status (alerts/002).
+	NextAttemptAt *time.Time `gorm:"column:next_attempt_at;index:alert_deliveries_queue,priority:3"`
 	UpdatedAt     time.Time  `gorm:"not null"`
 }
 
 func (alertDeliveryRow) TableName() string { return "alert_deliveries" }
 
+// dataGenerationRow counts the writes of a table whose readers cache
+// derived data across replicas (the alert evaluation's storage trends):
+// a reader that saw the same generation may keep its copy.
+type dataGenerationRow struct {
+	Name string `gorm:"primaryKey;size:64"`
+	Gen  int64  `gorm:"not null"`
+}
+
+func (dataGenerationRow) TableName() string { return "data_generations" }
+
 var alertsMigrations = []Migration{
 	{ID: "alerts/001_channels_rules_events", Up: func(tx *gorm.DB) error {
 		return tx.AutoMigrate(&notificationChannelRow{}, &alertRuleRow{}, &alertOpenRow{}, &alertEventRow{}, &alertDeliveryRow{})
 	}},
-	{ID: "alerts/002_default_vuln_db_rules", Up: addDefaultVulnDBRules},
+	// The deliveries table became the delivery queue (a pump claims a
+	// channel's oldest due rows): index that read.
+	{ID: "alerts/002_delivery_queue_index", Up: func(tx *gorm.DB) error {
+		m := tx.Migrator()
+		if m.HasIndex(&alertDeliveryRow{}, "alert_deliveries_queue") { // created by 001 on a fresh database
+			return nil
+		}
+		return m.CreateIndex(&alertDeliveryRow{}, "alert_deliveries_queue")
+	}},
+	{ID: "alerts/003_data_generations", Up: func(tx *gorm.DB) error {
+		return tx.AutoMigrate(&dataGenerationRow{})
+	}},
+	{ID: "alerts/004_default_vuln_db_rules", Up: addDefaultVulnDBRules},
 }
 
 // DefaultVulnDBRules are the rules every installation starts with for the

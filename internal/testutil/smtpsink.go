@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"crypto/tls"
 	"encoding/base64"
+	"fmt"
 	"io"
 	"mime/quotedprintable"
 	"net"
@@ -23,6 +24,10 @@ type Mail struct {
 	Data string
 	TLS  bool
 	User string
+	// QueueID is the id the sink's 250 reply named ("250 2.0.0 Ok:
+	// queued as <QueueID>", as Postfix answers), so a test can match a
+	// client's reported answer with the message.
+	QueueID string
 }
 
 // SMTPSinkOptions make a sink speak TLS and require authentication.
@@ -181,9 +186,10 @@ func (s *SMTPSink) session(c net.Conn) {
 			}
 			cur.Data = b.String()
 			s.mu.Lock()
+			cur.QueueID = fmt.Sprintf("4%07X", len(s.msgs)+1+int(time.Now().UnixNano()&0xffff)<<8)
 			s.msgs = append(s.msgs, cur)
 			s.mu.Unlock()
-			reply("250 OK queued")
+			reply("250 2.0.0 Ok: queued as " + cur.QueueID)
 		case cmd == "RSET":
 			cur = Mail{}
 			reply("250 OK")

@@ -89,6 +89,9 @@ test('settings: mail server (system mail channel: password encrypted, masked, ne
     await page.getByTestId('test-mail-result').filter({ hasText: 'The mail server accepted the test mail for ops@example.test' }).waitFor();
     assert.match(await page.getByTestId('test-mail-result').textContent(), new RegExp(`accepted by 127\\.0\\.0\\.1:${sink.port}`));
     await waitFor(() => sink.messages.some((m) => m.to.includes('ops@example.test')), 'the test mail');
+    // The answer shown is the mail server's own reply, with the queue id it gave this message.
+    const queued = sink.messages.find((m) => m.to.includes('ops@example.test')).queueId;
+    assert.ok((await page.getByTestId('test-mail-result').textContent()).includes(`250 2.0.0 Ok: queued as ${queued}`), 'the server reply with its queue id');
     assert.ok(sink.auths.some((a) => a.user === 'mailer' && a.password === SECRET), 'the mail server got the decrypted password (AUTH PLAIN)');
     assert.match(sink.messages.find((m) => m.to.includes('ops@example.test')).data, /test e-mail from LCM/);
     await shot(page, 'settings-mail');

@@ -25,10 +25,12 @@ export async function startSmtpSink() {
         if (inData) {
           if (line === '.') {
             inData = false;
-            messages.push({ ...cur, data });
+            // Postfix's reply shape with a queue id of this message, so a test can match the answer LCM shows.
+            const queueId = `4${(messages.length + 1).toString(16).toUpperCase().padStart(4, '0')}${Date.now().toString(16).slice(-4).toUpperCase()}`;
+            messages.push({ ...cur, data, queueId });
             cur = { from: '', to: [] };
             data = '';
-            say('250 OK queued');
+            say(`250 2.0.0 Ok: queued as ${queueId}`);
           } else data += `${line.startsWith('..') ? line.slice(1) : line}\n`;
           continue;
         }

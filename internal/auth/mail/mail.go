@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	gomail "github.com/wneessen/go-mail"
@@ -89,8 +90,16 @@ func (s *Sender) Send(ctx context.Context, m Message) error {
 
 // Send delivers m through cfg's server in one SMTP exchange.
 func Send(ctx context.Context, cfg Config, m Message) error {
+	_, err := SendReply(ctx, cfg, m)
+	return err
+}
+
+// SendReply is Send that also returns the server's reply to the end of the
+// message (the 250 line, e.g. "250 2.0.0 Ok: queued as 4Xk2f"): the answer
+// a test send shows.
+func SendReply(ctx context.Context, cfg Config, m Message) (string, error) {
 	if cfg.Host == "" {
-		return ErrNotConfigured
+		return "", ErrNotConfigured
 	}
 	msg := gomail.NewMsg()
 	from := cfg.From
@@ -98,14 +107,14 @@ func Send(ctx context.Context, cfg Config, m Message) error {
 		from = "lcm@localhost"
 	}
 	if err := msg.From(from); err != nil {
-		return fmt.Errorf("mail: from %q: %w", from, err)
+		return "", fmt.Errorf("mail: from %q: %w", from, err)
 	}
 	to := m.ToList
 	if m.To != "" {
 		to = append([]string{m.To}, to...)
 	}
 	if err := msg.To(to...); err != nil {
-		return fmt.Errorf("mail: recipient: %w", err)
+		return "", fmt.Errorf("mail: recipient: %w", err)
 	}
 	msg.Subject(m.Subject)
 	msg.SetBodyString(gomail.TypeTextPlain, m.Body)
@@ -135,12 +144,13 @@ func Send(ctx context.Context, cfg Config, m Message) error {
 	}
 	c, err := gomail.NewClient(cfg.Host, opts...)
 	if err != nil {
-		return fmt.Errorf("mail: client: %w", err)
+		return "", fmt.Errorf("mail: client: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if err := c.DialAndSendWithContext(ctx, msg); err != nil {
-		return fmt.Errorf("mail: send via %s:%d: %w", cfg.Host, port, err)
+		return "", fmt.Errorf("mail: send via %s:%d: %w", cfg.Host, port, err)
 	}
-	return nil
+	// go-mail keeps the text of the final 250 reply (without its code).
+	return strings.TrimSpace("250 " + msg.ServerResponse()), nil
 }
