@@ -115,6 +115,12 @@ type jobRow struct {
 	Params         string `gorm:"type:text;not null;default:''"`
 	Result         string `gorm:"type:text;not null;default:''"`
 	AbortRequested bool   `gorm:"not null;default:false"`
+	// StateSeq is the sequence number of the last state report applied,
+	// FinalBy who decided the final state (domain.FinalSource), so a
+	// worker's late final replaces the control plane's verdict only
+	// (fleet/006).
+	StateSeq int64  `gorm:"not null;default:0"`
+	FinalBy  string `gorm:"size:16;not null;default:''"`
 }
 
 func (jobRow) TableName() string { return "jobs" }
@@ -146,6 +152,17 @@ var fleetMigrations = []Migration{
 	{ID: "fleet/004_hardening", Up: migrateHardening},
 	{ID: "fleet/005_server_agents", Up: func(tx *gorm.DB) error {
 		return tx.AutoMigrate(&agentRow{})
+	}},
+	{ID: "fleet/006_job_state_seq", Up: func(tx *gorm.DB) error {
+		for _, c := range []string{"StateSeq", "FinalBy"} {
+			if tx.Migrator().HasColumn(&jobRow{}, c) {
+				continue
+			}
+			if err := tx.Migrator().AddColumn(&jobRow{}, c); err != nil {
+				return err
+			}
+		}
+		return nil
 	}},
 }
 
