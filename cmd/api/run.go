@@ -206,6 +206,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 		default:
 		}
 	}, log)
+	a.health.SetInterval(time.Duration(cfg.HealthCheckIntervalSeconds) * time.Second)
 	safe.SetRecorder(a.health, log)
 	go a.health.Run(ctx)
 
@@ -280,7 +281,8 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 	api := httpapi.New(httpapi.Deps{
 		Store: a.store, Bus: a.bus, Health: a.health, Log: log,
 		AccessLog: cfg.AccessLog, Debug: cfg.LogLevel == "debug", Dev: cfg.Dev,
-		ClientAddr: clientAddrFunc(authSvc), Allowed: allowedFunc(authSvc),
+		RequestTimeout: time.Duration(cfg.RequestTimeoutSeconds) * time.Second,
+		ClientAddr:     clientAddrFunc(authSvc), Allowed: allowedFunc(authSvc),
 		Web: web.Dist(),
 		Services: httpapi.Services{Auth: authSvc, Records: recordsSvc, Fleet: fleetSvc, Jobs: jobsSvc, Portal: portalSvc, Speech: speechSvc,
 			Inventory: invSvc, Status: statusSvc, Schedules: schedSvc, MCP: mcpListener, Backups: a.backup, Alerts: alertsSvc, LinuxUsers: luSvc, Vulns: vulnSvc,

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -31,11 +32,19 @@ func writeError(c *gin.Context, status int, code, msg string) {
 // Internal errors show a generic text only; the cause goes to the log.
 func (s *Server) respondError(c *gin.Context, err error) {
 	var de *domain.Error
+	if errors.Is(err, context.DeadlineExceeded) && !errors.As(err, &de) {
+		// The request's deadline (request_timeout_seconds) ran out in a
+		// call that did not classify it.
+		err = fmt.Errorf("%w (%v)", domain.Unavailable("request_timeout", "the request did not finish within its deadline; try again"), err)
+	}
 	status := statusOf(err)
 	if status == http.StatusInternalServerError {
 		s.deps.Log.Error("request failed", "method", c.Request.Method, "path", c.Request.URL.Path, "err", err)
 		writeError(c, status, "internal", "internal server error")
 		return
+	}
+	if status == http.StatusServiceUnavailable {
+		s.deps.Log.Warn("request unavailable", "method", c.Request.Method, "path", logPath(c.Request.URL.Path), "err", err)
 	}
 	body := errorBody{Error: err.Error()}
 	if errors.As(err, &de) {

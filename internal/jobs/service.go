@@ -53,6 +53,10 @@ const (
 	ReapInterval = 5 * time.Second
 	// abortWait is how long Abort waits for the worker's final state.
 	abortWait = 5 * time.Second
+	// rollbackTimeout bounds undoing a submit that could not be published:
+	// it runs after the request's deadline may have passed, but must not
+	// hang on a database that stopped answering.
+	rollbackTimeout = 10 * time.Second
 )
 
 // FinishHook runs once a job reached a final state (on the replica that
@@ -216,7 +220,8 @@ func (s *Service) submit(ctx context.Context, srv domain.Server, kind domain.Job
 	msg, _ := json.Marshal(bus.JobMsg{V: bus.MessageVersion, Type: bus.TypeJob, JobID: job.ID, ServerID: srv.ID,
 		Kind: string(kind), Segment: segment, Params: raw})
 	if err := s.bus.Publish(ctx, bus.JobSubject(segment, srv.ID), job.ID, msg); err != nil {
-		bg := context.WithoutCancel(ctx)
+		bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
+		defer cancel()
 		if derr := s.store.DeleteJob(bg, job.ID); derr != nil {
 			s.log.Error("submit rollback failed", "job_id", job.ID, "err", derr)
 		}
