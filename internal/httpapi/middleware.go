@@ -131,7 +131,7 @@ func redactQuery(q map[string][]string) string {
 // plainText refuses a request whose path or query holds a NUL byte or
 // invalid UTF-8 (a percent-encoded %00 or %ff): no identifier or filter
 // contains them, and PostgreSQL would reject such text deep in a query.
-// JSON bodies are checked where they are stored (store.mapErr).
+// JSON bodies are checked the same way when they are bound (bindJSON).
 func plainText() gin.HandlerFunc {
 	bad := func(s string) bool { return strings.IndexByte(s, 0) >= 0 || !utf8.ValidString(s) }
 	return func(c *gin.Context) {

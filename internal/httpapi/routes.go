@@ -76,6 +76,9 @@ func (s *Server) handle(method, path string, a Access, h ...gin.HandlerFunc) {
 	}
 	s.routes = append(s.routes, Route{Method: method, Path: path, Access: a})
 	if a.kind == accessPublic {
+		if s.public == nil {
+			s.public = map[string]bool{}
+		}
 		s.public[method+" "+path] = true
 	}
 	chain := []gin.HandlerFunc{s.enforce(a)}

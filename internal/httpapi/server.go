@@ -66,7 +66,7 @@ func New(d Deps) *Server {
 	if d.ClientAddr == nil {
 		d.ClientAddr = remoteAddr
 	}
-	s := &Server{deps: d, engine: gin.New(), info: version.Get(), public: map[string]bool{}}
+	s := &Server{deps: d, engine: gin.New(), info: version.Get()}
 	e := s.engine
 	e.HandleMethodNotAllowed = true
 	e.RemoveExtraSlash = false
