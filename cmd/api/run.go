@@ -192,7 +192,11 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 		return err
 	}
 	var err2 error
-	if a.bus, err2 = bus.Open(ctx, bus.Options{URL: cfg.NATS.URL, User: cfg.NATS.User, Password: cfg.NATS.Password,
+	replicas := 1
+	if cfg.NATS.URL != "" {
+		replicas = max(cfg.NATS.Replicas, 1)
+	}
+	if a.bus, err2 = bus.Open(ctx, bus.Options{URL: cfg.NATS.URL, User: cfg.NATS.User, Password: cfg.NATS.Password, Replicas: replicas,
 		DataDir: a.dataDir, Listen: cfg.NATS.Listen, TLS: a.tls, Users: natsUsers(cfg.NATS), Logger: log}); err2 != nil {
 		uiLn.Close()
 		if agentLn != nil {

@@ -31,6 +31,10 @@ type Options struct {
 	Users  []User
 	Name   string
 	Logger *slog.Logger
+	// Replicas is how many servers of an external NATS cluster keep each
+	// stream and bucket (1 when zero; 3 in a 3-node cluster, so one node
+	// may stop without losing a job). The embedded server is one node.
+	Replicas int
 }
 
 // Bus is a connection to NATS JetStream (and the embedded server, if any).
@@ -100,15 +104,16 @@ func Open(ctx context.Context, o Options) (*Bus, error) {
 		b.Close()
 		return nil, err
 	}
-	if err := b.ensure(ctx); err != nil {
+	if err := b.ensure(ctx, max(o.Replicas, 1)); err != nil {
 		b.Close()
 		return nil, err
 	}
 	return b, nil
 }
 
-// ensure creates every stream and bucket, or updates them to this config.
-func (b *Bus) ensure(ctx context.Context) error {
+// ensure creates every stream and bucket with the given replica count, or
+// updates them to this config.
+func (b *Bus) ensure(ctx context.Context, replicas int) error {
 	streams := []jetstream.StreamConfig{
 		{
 			Name: StreamJobs, Subjects: []string{SubjectJobsAll},
@@ -124,6 +129,7 @@ func (b *Bus) ensure(ctx context.Context) error {
 		},
 	}
 	for _, sc := range streams {
+		sc.Replicas = replicas
 		if _, err := b.JS.CreateOrUpdateStream(ctx, sc); err != nil {
 			return fmt.Errorf("bus: stream %s: %w", sc.Name, err)
 		}
@@ -137,6 +143,7 @@ func (b *Bus) ensure(ctx context.Context) error {
 		{Bucket: BucketAgents, History: 1},
 	}
 	for _, kc := range buckets {
+		kc.Replicas = replicas
 		if _, err := b.JS.CreateOrUpdateKeyValue(ctx, kc); err != nil {
 			return fmt.Errorf("bus: bucket %s: %w", kc.Bucket, err)
 		}

@@ -103,6 +103,10 @@ type NATSConfig struct {
 	// Credentials for an external NATS or for this process on a listening one.
 	User     string `json:"user,omitempty"`
 	Password string `json:"password,omitempty"`
+	// Replicas is how many servers of an external NATS cluster keep each
+	// stream and bucket (default 1; 3 in a 3-node cluster, so a node may
+	// stop without losing a job). Ignored by the embedded server.
+	Replicas int `json:"replicas,omitempty"`
 	// Workers are the remote lcm-worker accounts of a listening embedded
 	// NATS, each limited to its segments.
 	Workers []NATSWorker `json:"workers,omitempty"`
@@ -469,6 +473,9 @@ func (c *Config) Validate() error {
 	}
 	if c.RequestTimeoutSeconds < 1 || c.RequestTimeoutSeconds > 3600 {
 		bad("request_timeout_seconds", "must be between 1 and 3600, is %d", c.RequestTimeoutSeconds)
+	}
+	if c.NATS.Replicas < 0 || c.NATS.Replicas > 5 {
+		bad("nats.replicas", "must be between 1 and 5 (0: 1), is %d", c.NATS.Replicas)
 	}
 	if c.HealthCheckIntervalSeconds < 1 || c.HealthCheckIntervalSeconds > 60 {
 		bad("health_check_interval_seconds", "must be between 1 and 60, is %d", c.HealthCheckIntervalSeconds)
