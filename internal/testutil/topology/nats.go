@@ -1,0 +1,122 @@
+package topology
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lcmproject/lcm/internal/testutil"
+)
+
+// NATSNode is one nats-server of the cluster.
+type NATSNode struct {
+	*Proc
+	ClientPort  int
+	ClusterPort int
+	MonitorPort int
+	StoreDir    string
+}
+
+// URL is the node's client URL.
+func (n *NATSNode) URL() string { return fmt.Sprintf("nats://127.0.0.1:%d", n.ClientPort) }
+
+// Healthy reports whether the node answers /healthz (JetStream included).
+func (n *NATSNode) Healthy() bool {
+	c := http.Client{Timeout: 2 * time.Second}
+	resp, err := c.Get(fmt.Sprintf("http://127.0.0.1:%d/healthz", n.MonitorPort))
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// startNATS writes the configuration of an n-node JetStream cluster under
+// dir/nats and starts every node; it waits until each answers /healthz.
+func startNATS(t testing.TB, dir string, n int) []*NATSNode {
+	t.Helper()
+	bin := natsServerBinary(t)
+	nodes := make([]*NATSNode, n)
+	for i := range nodes {
+		nodes[i] = &NATSNode{ClientPort: testutil.FreePort(t), ClusterPort: testutil.FreePort(t), MonitorPort: testutil.FreePort(t)}
+	}
+	for i, node := range nodes {
+		name := fmt.Sprintf("nats-%d", i+1)
+		node.StoreDir = filepath.Join(dir, "nats", name)
+		if err := os.MkdirAll(node.StoreDir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		var routes []string
+		for j, o := range nodes {
+			if j != i {
+				routes = append(routes, fmt.Sprintf("nats-route://127.0.0.1:%d", o.ClusterPort))
+			}
+		}
+		conf := fmt.Sprintf(`server_name: %s
+listen: 127.0.0.1:%d
+http: 127.0.0.1:%d
+# A job's output chunk is at most 256 KiB; a refresh's final state carries
+# the gzipped inventory.
+max_payload: 8MB
+jetstream {
+  store_dir: %q
+  max_memory_store: 256MB
+  max_file_store: 8GB
+}
+cluster {
+  name: lcm-test
+  listen: 127.0.0.1:%d
+  routes: [%s]
+}
+`, name, node.ClientPort, node.MonitorPort, node.StoreDir, node.ClusterPort, strings.Join(routes, ", "))
+		cfg := filepath.Join(dir, "nats", name+".conf")
+		if err := os.WriteFile(cfg, []byte(conf), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		node.Proc = newProc(t, dir, name, bin, []string{"-c", cfg}, nil)
+		node.Start()
+	}
+	t.Cleanup(func() {
+		for _, node := range nodes {
+			node.Stop()
+		}
+	})
+	for _, node := range nodes {
+		waitNode(t, node)
+	}
+	return nodes
+}
+
+func waitNode(t testing.TB, node *NATSNode) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !node.Healthy() {
+		if !node.Running() {
+			t.Fatalf("%s exited: %s", node.Name, node.Tail(2000))
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s not healthy after 60 s: %s", node.Name, node.Tail(2000))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// Restart starts a stopped node again and waits until it is healthy.
+func (n *NATSNode) Restart(t testing.TB) {
+	t.Helper()
+	n.Start()
+	waitNode(t, n)
+}
+
+// natsURLs is every node's URL, comma-separated (nats.go tries them all).
+func natsURLs(nodes []*NATSNode) string {
+	urls := make([]string, len(nodes))
+	for i, n := range nodes {
+		urls[i] = n.URL()
+	}
+	return strings.Join(urls, ",")
+}
