@@ -1,6 +1,7 @@
 package topology
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -112,6 +113,12 @@ func (n *NATSNode) Restart(t testing.TB) {
 	waitNode(t, n)
 }
 
+// WaitHealthy waits until the node answers /healthz.
+func (n *NATSNode) WaitHealthy(t testing.TB) {
+	t.Helper()
+	waitNode(t, n)
+}
+
 // natsURLs is every node's URL, comma-separated (nats.go tries them all).
 func natsURLs(nodes []*NATSNode) string {
 	urls := make([]string, len(nodes))
@@ -119,4 +126,66 @@ func natsURLs(nodes []*NATSNode) string {
 		urls[i] = n.URL()
 	}
 	return strings.Join(urls, ",")
+}
+
+// StreamInfo is what a node's monitor says of a stream's cluster.
+type StreamInfo struct {
+	Leader   string
+	Replicas []string // the followers
+}
+
+// Stream asks the nodes' monitors (/jsz) for a stream's leader and
+// followers; ok is false when no running node knows the stream.
+func (top *Topology) Stream(name string) (StreamInfo, bool) {
+	for _, n := range top.NATS {
+		if !n.Running() {
+			continue
+		}
+		c := http.Client{Timeout: 2 * time.Second}
+		resp, err := c.Get(fmt.Sprintf("http://127.0.0.1:%d/jsz?accounts=true&streams=true", n.MonitorPort))
+		if err != nil {
+			continue
+		}
+		var js struct {
+			AccountDetails []struct {
+				StreamDetail []struct {
+					Name    string `json:"name"`
+					Cluster struct {
+						Leader   string `json:"leader"`
+						Replicas []struct {
+							Name string `json:"name"`
+						} `json:"replicas"`
+					} `json:"cluster"`
+				} `json:"stream_detail"`
+			} `json:"account_details"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&js)
+		resp.Body.Close()
+		if err != nil {
+			continue
+		}
+		for _, a := range js.AccountDetails {
+			for _, s := range a.StreamDetail {
+				if s.Name != name || s.Cluster.Leader == "" {
+					continue
+				}
+				info := StreamInfo{Leader: s.Cluster.Leader}
+				for _, r := range s.Cluster.Replicas {
+					info.Replicas = append(info.Replicas, r.Name)
+				}
+				return info, true
+			}
+		}
+	}
+	return StreamInfo{}, false
+}
+
+// Node returns the node of a server name ("nats-2").
+func (top *Topology) Node(name string) *NATSNode {
+	for _, n := range top.NATS {
+		if n.Name == name {
+			return n
+		}
+	}
+	return nil
 }
