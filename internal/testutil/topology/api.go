@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sync"
 	"testing"
 	"time"
 
@@ -133,4 +134,49 @@ func (r *Replica) certificatePEM(t testing.TB) []byte {
 		t.Fatal("replica sent no certificate")
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: certs[0].Raw})
+}
+
+// Exit is one end of a supervised replica.
+type Exit struct {
+	At   time.Time
+	Code int
+}
+
+// Supervise restarts the replica whenever it ends, after restartSec, as
+// systemd does with Restart=always (deploy/systemd/lcm-api.service), until
+// the test ends or stop is called. Every end is sent on the returned
+// channel (buffered; ends beyond its room are not reported).
+func (r *Replica) Supervise(t testing.TB, restartSec time.Duration) (exits <-chan Exit, stop func()) {
+	ch := make(chan Exit, 256)
+	quit := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-quit:
+				return
+			case <-r.Done():
+			}
+			select {
+			case ch <- Exit{At: time.Now(), Code: r.ExitCode()}:
+			default:
+			}
+			select {
+			case <-quit:
+				return
+			case <-time.After(restartSec):
+			}
+			r.Start()
+		}
+	}()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			close(quit)
+			<-done
+		})
+	}
+	t.Cleanup(stop)
+	return ch, stop
 }
