@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"sync"
 	"syscall"
+	"testing"
 	"time"
 
 	"github.com/lcmproject/lcm/internal/testutil"
@@ -32,13 +33,22 @@ type SimHost struct {
 // extra flags, e.g. "-latency", "50ms") and returns them; it stops when the
 // test ends.
 func (top *Topology) StartFleet(n int, args ...string) []SimHost {
-	t := top.t
+	top.t.Helper()
+	return StartFleetsim(top.t, filepath.Join(top.Dir, "logs"), n, args...)
+}
+
+// StartFleetsim runs cmd/fleetsim with n hosts, its log in logDir, until
+// the test ends (StartFleet without a topology).
+func StartFleetsim(t testing.TB, logDir string, n int, args ...string) []SimHost {
 	t.Helper()
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	bin := lcmBinary(t, "fleetsim")
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, bin, append([]string{"-n", strconv.Itoa(n)}, args...)...)
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-	logf, err := os.Create(filepath.Join(top.Dir, "logs", fmt.Sprintf("fleetsim-%d.log", time.Now().UnixNano())))
+	logf, err := os.Create(filepath.Join(logDir, fmt.Sprintf("fleetsim-%d.log", time.Now().UnixNano())))
 	if err != nil {
 		t.Fatal(err)
 	}
