@@ -66,9 +66,9 @@ func (r *Replica) Restart(t testing.TB) {
 }
 
 // newReplica writes a replica's config.json: the shared secret, database
-// and NATS; no worker, scanner or agent listener in-process (they run as
-// their own processes in this topology).
-func newReplica(t testing.TB, dir string, i int, jwtSecret, dbURL, natsURL string, replicas int, extra map[string]any) *Replica {
+// and NATS; no worker or scanner in-process (workers run as their own
+// processes in this topology).
+func newReplica(t testing.TB, dir string, i int, jwtSecret, dbURL, natsURL string, replicas int, extra map[string]any, env []string) *Replica {
 	t.Helper()
 	rdir := filepath.Join(dir, fmt.Sprintf("api-%d", i+1))
 	if err := os.MkdirAll(filepath.Join(rdir, "data"), 0o700); err != nil {
@@ -78,9 +78,11 @@ func newReplica(t testing.TB, dir string, i int, jwtSecret, dbURL, natsURL strin
 		Direct: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
 			TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, MaxIdleConnsPerHost: 64}}}
 	cfg := map[string]any{
-		"jwt_secret": jwtSecret, "port": r.Port, "agent_port": 0, "data_dir": "data",
+		// The agent listener (and its in-process gateway) on a port of
+		// its own: agent enrollment tokens need one.
+		"jwt_secret": jwtSecret, "port": r.Port, "agent_host": "127.0.0.1", "agent_port": testutil.FreePort(t), "data_dir": "data",
 		"metrics_port": r.MetricsPort,
-		"database":     map[string]any{"url": dbURL},
+		"database":     map[string]any{"url": dbURL}, // "" = SQLite in the data dir
 		"nats":         map[string]any{"url": natsURL, "replicas": replicas},
 		"worker":       map[string]any{"disabled": true},
 		"scanner":      map[string]any{"disabled": true},
@@ -98,7 +100,7 @@ func newReplica(t testing.TB, dir string, i int, jwtSecret, dbURL, natsURL strin
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r.Proc = newProc(t, dir, fmt.Sprintf("api-%d", i+1), lcmBinary(t, "api"), []string{"-config", path}, nil)
+	r.Proc = newProc(t, dir, fmt.Sprintf("api-%d", i+1), lcmBinary(t, "api"), []string{"-config", path}, env)
 	return r
 }
 
@@ -180,3 +182,9 @@ func (r *Replica) Supervise(t testing.TB, restartSec time.Duration) (exits <-cha
 	t.Cleanup(stop)
 	return ch, stop
 }
+
+// ConfigPath is the replica's config.json.
+func (r *Replica) ConfigPath() string { return filepath.Join(r.Dir, "config.json") }
+
+// DataDir is the replica's data directory (lcm.key, SQLite, backups).
+func (r *Replica) DataDir() string { return filepath.Join(r.Dir, "data") }

@@ -13,10 +13,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	_ "github.com/glebarez/go-sqlite" // database/sql driver "sqlite" (SQLite mode)
 
 	"github.com/lcmproject/lcm/internal/testutil"
 )
@@ -140,9 +143,15 @@ func (top *Topology) JobStatuses(ids []string) map[string]string {
 	top.t.Helper()
 	db := top.db()
 	out := make(map[string]string, len(ids))
-	for lo := 0; lo < len(ids); lo += 1000 {
-		batch := ids[lo:min(lo+1000, len(ids))]
-		rows, err := db.QueryContext(context.Background(), "SELECT id, status FROM jobs WHERE id = ANY($1)", batch)
+	for lo := 0; lo < len(ids); lo += 500 {
+		batch := ids[lo:min(lo+500, len(ids))]
+		args := make([]any, len(batch))
+		marks := make([]string, len(batch))
+		for i, id := range batch {
+			args[i] = id
+			marks[i] = top.placeholder(i + 1)
+		}
+		rows, err := db.QueryContext(context.Background(), "SELECT id, status FROM jobs WHERE id IN ("+strings.Join(marks, ",")+")", args...)
 		if err != nil {
 			top.t.Fatal(err)
 		}
@@ -156,6 +165,14 @@ func (top *Topology) JobStatuses(ids []string) map[string]string {
 		rows.Close()
 	}
 	return out
+}
+
+// placeholder is the i-th query parameter in the database's syntax.
+func (top *Topology) placeholder(i int) string {
+	if top.opts.SQLite {
+		return "?"
+	}
+	return "$" + strconv.Itoa(i)
 }
 
 // WaitJobs waits until every job is final and fails unless each has one
@@ -195,7 +212,7 @@ func (top *Topology) WaitJobs(ids []string, timeout time.Duration, want ...strin
 
 func (top *Topology) jobError(id string) string {
 	var e string
-	_ = top.db().QueryRowContext(context.Background(), "SELECT error FROM jobs WHERE id = $1", id).Scan(&e)
+	_ = top.db().QueryRowContext(context.Background(), "SELECT error FROM jobs WHERE id = "+top.placeholder(1), id).Scan(&e)
 	return e
 }
 
@@ -204,25 +221,35 @@ var (
 	dbConns = map[string]*sql.DB{}
 )
 
-// db is a shared connection pool to the test database.
+// db is a shared connection pool to the test database (read-only on
+// the replica's SQLite file in SQLite mode).
 func (top *Topology) db() *sql.DB {
+	key := top.PGURL
+	if top.opts.SQLite {
+		key = filepath.Join(top.APIs[0].DataDir(), "lcm.db")
+	}
 	dbMu.Lock()
 	defer dbMu.Unlock()
-	if db, ok := dbConns[top.PGURL]; ok {
+	if db, ok := dbConns[key]; ok {
 		return db
 	}
-	db, err := sql.Open("pgx", top.PGURL)
+	var db *sql.DB
+	var err error
+	if top.opts.SQLite {
+		db, err = sql.Open("sqlite", "file:"+key+"?mode=ro&_pragma=busy_timeout(5000)")
+	} else {
+		db, err = sql.Open("pgx", top.PGURL)
+	}
 	if err != nil {
 		top.t.Fatal(err)
 	}
 	db.SetMaxOpenConns(4)
-	dbConns[top.PGURL] = db
-	url := top.PGURL
+	dbConns[key] = db
 	top.t.Cleanup(func() {
 		dbMu.Lock()
 		defer dbMu.Unlock()
 		db.Close()
-		delete(dbConns, url)
+		delete(dbConns, key)
 	})
 	return db
 }

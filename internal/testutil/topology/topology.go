@@ -46,6 +46,12 @@ type Options struct {
 	Config map[string]any
 	// NoWorkers starts no lcm-worker (start them with StartWorker).
 	NoWorkers bool
+	// SQLite gives the (single) replica an SQLite database in its data
+	// dir instead of PostgreSQL.
+	SQLite bool
+	// Env is added to every replica's environment (e.g. the backup
+	// passphrase).
+	Env []string
 }
 
 // Topology is a running scaled deployment.
@@ -94,8 +100,14 @@ func Start(t testing.TB, o Options) *Topology {
 		o.WorkerConcurrency = 64
 	}
 	top := &Topology{t: t, Dir: t.TempDir(), opts: o}
-	top.PGURL = testutil.PostgresURL(t)
-	top.DBURL = top.PGURL
+	if o.SQLite {
+		if o.Replicas != 1 || o.DBProxy {
+			t.Fatal("topology: SQLite serves one replica, without a database proxy")
+		}
+	} else {
+		top.PGURL = testutil.PostgresURL(t)
+		top.DBURL = top.PGURL
+	}
 	if o.DBProxy {
 		u, err := url.Parse(top.PGURL)
 		if err != nil {
@@ -108,7 +120,7 @@ func Start(t testing.TB, o Options) *Topology {
 	top.NATS = startNATS(t, top.Dir, o.NATSNodes)
 	urls := natsURLs(top.NATS)
 	for i := 0; i < o.Replicas; i++ {
-		top.APIs = append(top.APIs, newReplica(t, top.Dir, i, JWTSecret, top.DBURL, urls, o.StreamReplicas, o.Config))
+		top.APIs = append(top.APIs, newReplica(t, top.Dir, i, JWTSecret, top.DBURL, urls, o.StreamReplicas, o.Config, o.Env))
 	}
 	t.Cleanup(func() {
 		for _, r := range top.APIs {
