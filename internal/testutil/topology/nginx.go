@@ -53,11 +53,12 @@ func startNginx(t testing.TB, dir string, ca *testutil.TestCA, upstreamPEM []byt
 	}
 	conf := fmt.Sprintf(`%s
 worker_processes 1;
+worker_rlimit_nofile 65536;
 daemon off;
 master_process on;
 pid %[2]s/nginx.pid;
 error_log %[2]s/error.log warn;
-events { worker_connections 4096; }
+events { worker_connections 16384; }
 http {
   access_log %[2]s/access.log;
   client_body_temp_path %[2]s/tmp/body;

@@ -100,6 +100,24 @@ func Start(t testing.TB, o Options) *Topology {
 		o.WorkerConcurrency = 64
 	}
 	top := &Topology{t: t, Dir: t.TempDir(), opts: o}
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		// What each process said last, for the failure report.
+		logs, _ := filepath.Glob(filepath.Join(top.Dir, "logs", "*.log"))
+		logs = append(logs, filepath.Join(top.Dir, "nginx", "error.log"))
+		for _, l := range logs {
+			b, err := os.ReadFile(l)
+			if err != nil || len(b) == 0 {
+				continue
+			}
+			if len(b) > 6000 {
+				t.Logf("--- %s (first 2000 bytes):\n%s", filepath.Base(l), b[:2000])
+			}
+			t.Logf("--- %s (last 3000 bytes):\n%s", filepath.Base(l), b[max(0, len(b)-3000):])
+		}
+	})
 	if o.SQLite {
 		if o.Replicas != 1 || o.DBProxy {
 			t.Fatal("topology: SQLite serves one replica, without a database proxy")
@@ -153,8 +171,10 @@ func Start(t testing.TB, o Options) *Topology {
 	top.BaseURL = fmt.Sprintf("https://127.0.0.1:%d", port)
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM([]byte(ca.CertPEM))
+	// Up to 256 connections to the proxy, kept alive (many users'
+	// browsers and scripts); more requests at once queue in the client.
 	top.Client = &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{RootCAs: pool}, MaxIdleConnsPerHost: 256, MaxConnsPerHost: 0}}
+		TLSClientConfig: &tls.Config{RootCAs: pool}, MaxIdleConnsPerHost: 256, MaxConnsPerHost: 256}}
 	testutil.WaitFor(t, 30*time.Second, "the proxy answers health", func() bool {
 		resp, err := top.Client.Get(top.BaseURL + "/api/v1/health")
 		if err != nil {
