@@ -16,7 +16,7 @@ log() { printf '\n=== %s ===\n' "$*"; }
 # DNS, an SMTP sink, chromium for the UI, ansible for the comparison bench.
 packages=(openssh-server openssh-client sudo debootstrap debian-archive-keyring util-linux iproute2 procps
   ffmpeg espeak-ng pocketsphinx pocketsphinx-en-us dnsutils bind9-utils python3-aiosmtpd chromium ansible
-  docker-registry skopeo podman runc buildah podman-compose)
+  docker-registry skopeo podman runc buildah podman-compose nginx)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -41,6 +41,8 @@ bash deploy/testhosts/testhosts.sh up 15
 # Host 16 runs in its own network namespace (198.18.16.2): the firewall
 # tests (internal/firewall) switch ufw and nftables on there.
 bash deploy/testhosts/testhosts.sh up-netns 16
+# Host 20: the fault suite's secret scan (internal/faults).
+bash deploy/testhosts/testhosts.sh up 20
 eval "$(bash deploy/testhosts/testhosts.sh env)"
 
 log "build"
@@ -63,6 +65,9 @@ if [[ $status -ne 0 ]]; then exit "$status"; fi
 
 log "fuzz targets, briefly"
 bash scripts/fuzz.sh 3000x
+
+log "fault suite, short (make faults runs the full sizes)"
+bash scripts/faults.sh short
 
 if [[ -f web/package.json ]]; then
   log "svelte-check"
