@@ -13,8 +13,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/lcmproject/lcm/internal/testutil"
 )
 
 // Replica is one lcm-api process (its own data dir and config.json, the
@@ -74,13 +72,13 @@ func newReplica(t testing.TB, dir string, i int, jwtSecret, dbURL, natsURL strin
 	if err := os.MkdirAll(filepath.Join(rdir, "data"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	r := &Replica{Dir: rdir, Port: testutil.FreePort(t), MetricsPort: testutil.FreePort(t),
+	r := &Replica{Dir: rdir, Port: freePort(t), MetricsPort: freePort(t),
 		Direct: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
 			TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, MaxIdleConnsPerHost: 64}}}
 	cfg := map[string]any{
 		// The agent listener (and its in-process gateway) on a port of
 		// its own: agent enrollment tokens need one.
-		"jwt_secret": jwtSecret, "port": r.Port, "agent_host": "127.0.0.1", "agent_port": testutil.FreePort(t), "data_dir": "data",
+		"jwt_secret": jwtSecret, "port": r.Port, "agent_host": "127.0.0.1", "agent_port": freePort(t), "data_dir": "data",
 		"metrics_port": r.MetricsPort,
 		"database":     map[string]any{"url": dbURL}, // "" = SQLite in the data dir
 		"nats":         map[string]any{"url": natsURL, "replicas": replicas},

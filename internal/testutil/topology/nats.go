@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/lcmproject/lcm/internal/testutil"
 )
 
 // NATSNode is one nats-server of the cluster.
@@ -43,7 +41,7 @@ func startNATS(t testing.TB, dir string, n int) []*NATSNode {
 	bin := natsServerBinary(t)
 	nodes := make([]*NATSNode, n)
 	for i := range nodes {
-		nodes[i] = &NATSNode{ClientPort: testutil.FreePort(t), ClusterPort: testutil.FreePort(t), MonitorPort: testutil.FreePort(t)}
+		nodes[i] = &NATSNode{ClientPort: freePort(t), ClusterPort: freePort(t), MonitorPort: freePort(t)}
 	}
 	for i, node := range nodes {
 		name := fmt.Sprintf("nats-%d", i+1)

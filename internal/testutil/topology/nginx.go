@@ -42,7 +42,7 @@ func startNginx(t testing.TB, dir string, ca *testutil.TestCA, upstreamPEM []byt
 	crt := write("proxy.crt", pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Certificate[0]}))
 	key := write("proxy.key", pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}))
 	up := write("upstream.crt", upstreamPEM)
-	port := testutil.FreePort(t)
+	port := freePort(t)
 	var servers []string
 	for _, r := range replicas {
 		servers = append(servers, fmt.Sprintf("    server 127.0.0.1:%d max_fails=1 fail_timeout=2s;", r.Port))
