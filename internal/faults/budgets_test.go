@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -42,10 +43,11 @@ func (r loadResult) pct(p float64) time.Duration {
 // requests a second with p99 ≤ 100 ms. The load is open-loop (a request
 // starts every 2 ms whatever the answers do, its latency measured from
 // its scheduled start, so a stall is not hidden), through the proxy, with
-// sessions of two users: 60 % reads (server list, job history, a server,
-// the signed-in user), 10 % health checks, 20 % job submits
-// (connectivity checks on idle servers, which run on the workers) and
-// 10 % setting writes (a group's description). No 5xx is allowed.
+// sessions of two users: 80 % reads (the server list of 200 servers, a
+// server, its active job, job history, the signed-in user), 10 % health
+// checks, 5 % job submits (connectivity checks on idle servers, run by the
+// workers: 25 jobs a second, all through ingest and finish hooks) and 5 %
+// setting writes (a group's description, audited). No 5xx is allowed.
 func TestBudgetMixedLoad(t *testing.T) {
 	const rate = 500
 	duration := time.Duration(size(15, 60)) * time.Second
@@ -112,6 +114,8 @@ func TestBudgetMixedLoad(t *testing.T) {
 	}()
 
 	res := loadResult{byKind: map[string]int{}, samples: map[string]int{}}
+	cpu := newCPUMeter(top)
+	load0 := loadAvg()
 	var mu sync.Mutex
 	var sent, errs, refused atomic.Int64
 	var wg sync.WaitGroup
@@ -131,22 +135,28 @@ func TestBudgetMixedLoad(t *testing.T) {
 			var kind string
 			var r topology.Response
 			switch {
-			case x < 15:
+			case x < 20:
 				kind = "GET /servers"
 				r = top.Do("GET", "/api/v1/servers", tok, nil, nil)
-			case x < 30:
-				kind = "GET /jobs/history"
-				r = top.Do("GET", "/api/v1/jobs/history?limit=20", tok, nil, nil)
-			case x < 45:
+			case x < 40:
 				kind = "GET /servers/{id}"
 				r = top.Do("GET", "/api/v1/servers/"+srv, tok, nil, nil)
-			case x < 60:
+			case x < 55:
+				kind = "GET /jobs/history"
+				r = top.Do("GET", "/api/v1/jobs/history?limit=20", tok, nil, nil)
+			case x < 70:
 				kind = "GET /auth/me"
 				r = top.Do("GET", "/api/v1/auth/me", tok, nil, nil)
-			case x < 70:
+			case x < 80:
 				kind = "GET /health"
 				r = top.Do("GET", "/api/v1/health", "", nil, nil)
 			case x < 90:
+				kind = "GET /servers/{id}/active-job"
+				r = top.Do("GET", "/api/v1/servers/"+srv+"/active-job", tok, nil, nil)
+				if r.Code == http.StatusNotFound {
+					r.Code = http.StatusOK // no active job: an answer like any other
+				}
+			case x < 95:
 				kind = "POST connectivity-check"
 				select {
 				case id := <-idle:
@@ -196,9 +206,9 @@ func TestBudgetMixedLoad(t *testing.T) {
 	res.sent, res.errors, res.refused = sent.Load(), errs.Load(), refused.Load()
 	sort.Slice(res.lat, func(i, j int) bool { return res.lat[i] < res.lat[j] })
 	achieved := float64(res.sent) / res.elapsed.Seconds()
-	figure(t, "2 replicas, open-loop %d req/s for %s through nginx (%v): %d requests at %.0f/s, p50 %s, p95 %s, p99 %s, max %s, %d errors (5xx/transport), %d refused (4xx)",
+	figure(t, "2 replicas, open-loop %d req/s for %s through nginx (%v): %d requests at %.0f/s, p50 %s, p95 %s, p99 %s, max %s, %d errors (5xx/transport), %d refused (4xx); CPU: %s; machine load %s → %s",
 		rate, duration, res.byKind, res.sent, achieved, res.pct(.5).Round(100*time.Microsecond), res.pct(.95).Round(100*time.Microsecond),
-		res.pct(.99).Round(100*time.Microsecond), res.lat[len(res.lat)-1].Round(time.Millisecond), res.errors, res.refused)
+		res.pct(.99).Round(100*time.Microsecond), res.lat[len(res.lat)-1].Round(time.Millisecond), res.errors, res.refused, cpu.since(), load0, loadAvg())
 	if res.errors != 0 {
 		t.Fatalf("%d requests failed: %v", res.errors, res.samples)
 	}
@@ -253,4 +263,13 @@ func TestBudgetFleetRunWithRestarts(t *testing.T) {
 	}
 	figure(t, "upgrade-security of %d simulated servers in 2 segments (10 s each, 2 workers × 512 in flight), replica api-1 restarted and NATS node %s (JOBEVENTS leader) killed and restarted during the run: %s, 0 lost, %d output chunks gap-free; bulk submitted in %s, all final after %s (onboarding took %s)",
 		servers, info.Leader, countStatuses(st), chunks, submitted.Round(10*time.Millisecond), wall.Round(time.Second), onboard.Round(time.Second))
+}
+
+// loadAvg is the machine's 1-minute load average (the machine is shared).
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	return strings.Fields(string(b))[0]
 }

@@ -84,3 +84,70 @@ func figure(t *testing.T, format string, args ...any) {
 		}
 	}
 }
+
+// cpuSeconds is the CPU time (user + system) a process used so far.
+func cpuSeconds(pid int) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	if len(f) < 13 {
+		return 0
+	}
+	var u, k float64
+	fmt.Sscan(f[11], &u)
+	fmt.Sscan(f[12], &k)
+	return (u + k) / 100 // USER_HZ
+}
+
+// cpuMeter sums the CPU time of the topology's processes (and this test
+// process, the load generator) between two readings.
+type cpuMeter struct {
+	top   *topology.Topology
+	start map[string]float64
+}
+
+func (m *cpuMeter) read() map[string]float64 {
+	out := map[string]float64{"load generator": cpuSeconds(os.Getpid())}
+	for _, r := range m.top.APIs {
+		out["lcm-api"] += cpuSeconds(r.PID())
+	}
+	for _, n := range m.top.NATS {
+		out["nats-server"] += cpuSeconds(n.PID())
+	}
+	for _, w := range m.top.Workers {
+		out["lcm-worker"] += cpuSeconds(w.PID())
+	}
+	out["nginx"] = cpuSeconds(m.top.Nginx.PID()) // the master; its worker below
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", m.top.Nginx.PID(), m.top.Nginx.PID())); err == nil {
+		for _, c := range strings.Fields(string(b)) {
+			var pid int
+			fmt.Sscan(c, &pid)
+			out["nginx"] += cpuSeconds(pid)
+		}
+	}
+	return out
+}
+
+func newCPUMeter(top *topology.Topology) *cpuMeter {
+	m := &cpuMeter{top: top}
+	m.start = m.read()
+	return m
+}
+
+// since is CPU seconds per process kind since the meter started.
+func (m *cpuMeter) since() string {
+	now := m.read()
+	keys := make([]string, 0, len(now))
+	for k := range now {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s %.1f s", k, now[k]-m.start[k]))
+	}
+	return strings.Join(parts, ", ")
+}
