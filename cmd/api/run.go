@@ -28,6 +28,7 @@ import (
 	"github.com/lcmproject/lcm/internal/bus"
 	_ "github.com/lcmproject/lcm/internal/bus/natsembed" // all-in-one: NATS runs inside lcm-api
 	"github.com/lcmproject/lcm/internal/config"
+	"github.com/lcmproject/lcm/internal/domain"
 	"github.com/lcmproject/lcm/internal/health"
 	"github.com/lcmproject/lcm/internal/httpapi"
 	"github.com/lcmproject/lcm/internal/safe"
@@ -365,7 +366,10 @@ func (a *app) loadTLS(ctx context.Context) (*tls.Config, error) {
 		if gerr != nil {
 			return nil, gerr
 		}
-		if err := a.store.CreateCertificate(ctx, store.Certificate{Name: "ui", CertPEM: certPEM, KeyPEM: keyPEM}); err != nil {
+		if err := a.store.CreateCertificate(ctx, store.Certificate{Name: "ui", CertPEM: certPEM, KeyPEM: keyPEM}); err != nil &&
+			!errors.Is(err, domain.ErrConflict) {
+			// A conflict: another replica starting at the same moment
+			// stored its certificate first; every replica uses that one.
 			return nil, err
 		}
 		if c, err = a.store.GetCertificate(ctx, "ui"); err != nil {
