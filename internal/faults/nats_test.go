@@ -179,6 +179,7 @@ func TestAllNATSDown(t *testing.T) {
 	for _, n := range top.NATS {
 		n.WaitHealthy(t)
 	}
+	top.WaitCluster()
 	upAt := time.Now()
 	// No manual step: submits are accepted again once the replicas
 	// reconnected.

@@ -70,7 +70,7 @@ func runScenario(t *testing.T, top *topology.Topology, o scenarioOptions, backup
 	sc.secrets["admin session token"] = admin
 
 	// A user with a password, TOTP and recovery codes, and a session.
-	userPW := "Violet-Harbor-Quartz-" + strconv.Itoa(int(time.Now().UnixNano()%1000))
+	userPW := uniquePassword()
 	top.Must(http.StatusCreated, "POST", "/api/v1/users", admin, map[string]any{"username": "sam", "first_name": "Sam", "last_name": "Operator",
 		"email": "sam@example.org", "password": userPW, "roles": []string{"admin"}}, nil)
 	sc.secrets["user password"] = userPW
@@ -166,7 +166,7 @@ func runScenario(t *testing.T, top *topology.Topology, o scenarioOptions, backup
 		Token string `json:"token"`
 	}
 	top.Must(http.StatusCreated, "POST", "/api/v1/linux-users/"+lu.ID+"/activation-links/generate", admin, nil, &link)
-	luPW := "Linux-Quartz-" + randomSecret("")[:10]
+	luPW := uniquePassword()
 	top.Must(http.StatusOK, "POST", "/api/v1/linux-users/activation-links/consume", "", map[string]any{"token": link.Token, "password": luPW}, nil)
 	sc.secrets["activation token"] = link.Token
 	sc.secrets["Linux user password"] = luPW
@@ -298,4 +298,19 @@ func (sc *scenario) addGenerated(t *testing.T, top *topology.Topology) {
 			sc.secrets["Linux user password hash "+u.Username] = u.PasswordHash
 		}
 	}
+}
+
+// uniquePassword is a random password without a repeated character, so
+// the password policy (no character four times, no block three times)
+// never refuses it.
+func uniquePassword() string {
+	const alphabet = "ABCDEFGHJKLMNPQRSTUVWXYZabcdefghjkmnpqrstuvwxyz23456789"
+	b := []byte(alphabet)
+	for i := len(b) - 1; i > 0; i-- {
+		var r [1]byte
+		_, _ = rand.Read(r[:])
+		j := int(r[0]) % (i + 1)
+		b[i], b[j] = b[j], b[i]
+	}
+	return string(b[:14]) + "-!"
 }

@@ -87,7 +87,70 @@ cluster {
 	for _, node := range nodes {
 		waitNode(t, node)
 	}
+	waitCluster(t, nodes)
 	return nodes
+}
+
+// waitCluster waits until a running node's JetStream meta group has a
+// leader and sees every other running node as a current peer: only then
+// can replicated streams be placed.
+func waitCluster(t testing.TB, nodes []*NATSNode) {
+	t.Helper()
+	running := 0
+	for _, n := range nodes {
+		if n.Running() {
+			running++
+		}
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		for _, n := range nodes {
+			if n.Running() && n.metaReady(running) {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the NATS cluster did not form within 60 s")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// metaReady reports whether the node sees a meta leader and want-1
+// current, online peers.
+func (n *NATSNode) metaReady(want int) bool {
+	c := http.Client{Timeout: 2 * time.Second}
+	resp, err := c.Get(fmt.Sprintf("http://127.0.0.1:%d/jsz", n.MonitorPort))
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	var js struct {
+		Meta *struct {
+			Leader   string `json:"leader"`
+			Replicas []struct {
+				Current bool `json:"current"`
+				Offline bool `json:"offline"`
+			} `json:"replicas"`
+		} `json:"meta_cluster"`
+	}
+	if json.NewDecoder(resp.Body).Decode(&js) != nil || js.Meta == nil || js.Meta.Leader == "" {
+		return false
+	}
+	current := 0
+	for _, r := range js.Meta.Replicas {
+		if r.Current && !r.Offline {
+			current++
+		}
+	}
+	return current >= want-1
+}
+
+// WaitCluster waits until the running nodes form a JetStream cluster
+// again (after restarts).
+func (top *Topology) WaitCluster() {
+	top.t.Helper()
+	waitCluster(top.t, top.NATS)
 }
 
 func waitNode(t testing.TB, node *NATSNode) {
