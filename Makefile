@@ -13,7 +13,7 @@ BINARIES := api worker scanner agentgw agent fleetsim helper
 AGENT_ARCHES := amd64 arm64
 RUN_ARGS ?=
 
-.PHONY: all build web packages run test test-go test-web bench bench-agents fuzz testhosts-up testhosts-down lint clean images print-ldflags compose-test
+.PHONY: all build web packages run test test-go test-web bench bench-agents fuzz faults testhosts-up testhosts-down lint clean images print-ldflags compose-test
 
 all: build
 
@@ -72,6 +72,12 @@ fuzz:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./...
+
+# The fault suite at full size (internal/faults): the scaled topology as
+# plain processes broken on purpose, and the reliability budgets
+# (docs/benchmarks.md "Reliability"). CI runs the short version.
+faults: build
+	bash scripts/faults.sh full
 
 # The agent gateway budgets: 10,000 simulated agents on one lcm-agentgw
 # (RSS, round trip) and upgrade-security on 1,000 agents (docs/benchmarks.md).

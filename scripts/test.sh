@@ -22,7 +22,7 @@ log() { printf '\n=== %s ===\n' "$*"; }
 packages=(openssh-server openssh-client sudo debootstrap debian-archive-keyring util-linux iproute2 procps
   ffmpeg espeak-ng pocketsphinx pocketsphinx-en-us dnsutils bind9-utils python3-aiosmtpd chromium ansible
   docker-registry skopeo podman runc buildah podman-compose golang-github-containernetworking-plugin-dnsname
-  systemd python3-paho-mqtt nats-server openssl rpm)
+  systemd python3-paho-mqtt nats-server openssl rpm nginx)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -48,8 +48,9 @@ bash deploy/testhosts/testhosts.sh up 15
 # tests (internal/firewall) switch ufw and nftables on there.
 bash deploy/testhosts/testhosts.sh up-netns 16
 # Host 17: internal/actions' socket-activated sshd and stopped-firewalld
-# tests; host 18: the rescan e2e of cmd/api; 16 keeps its namespace.
-bash deploy/testhosts/testhosts.sh up 18
+# tests; host 18: the rescan e2e of cmd/api; host 20: the fault suite's
+# secret scan (internal/faults); 16 keeps its namespace.
+bash deploy/testhosts/testhosts.sh up 20
 eval "$(bash deploy/testhosts/testhosts.sh env)"
 
 log "build"
@@ -72,6 +73,9 @@ if [[ $status -ne 0 ]]; then exit "$status"; fi
 
 log "fuzz targets, briefly"
 bash scripts/fuzz.sh 3000x
+
+log "fault suite, short (make faults runs the full sizes)"
+bash scripts/faults.sh short
 
 if [[ -f web/package.json ]]; then
   log "svelte-check"

@@ -28,6 +28,7 @@ import (
 	"github.com/lcmproject/lcm/internal/bus"
 	_ "github.com/lcmproject/lcm/internal/bus/natsembed" // all-in-one: NATS runs inside lcm-api
 	"github.com/lcmproject/lcm/internal/config"
+	"github.com/lcmproject/lcm/internal/domain"
 	"github.com/lcmproject/lcm/internal/health"
 	"github.com/lcmproject/lcm/internal/httpapi"
 	"github.com/lcmproject/lcm/internal/safe"
@@ -211,6 +212,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 		default:
 		}
 	}, log)
+	a.health.SetInterval(time.Duration(cfg.HealthCheckIntervalSeconds) * time.Second)
 	safe.SetRecorder(a.health, log)
 	go safe.Supervise(ctx, "health monitor", func(ctx context.Context) error { a.health.Run(ctx); return nil })
 
@@ -285,7 +287,8 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 	api := httpapi.New(httpapi.Deps{
 		Store: a.store, Bus: a.bus, Health: a.health, Log: log,
 		AccessLog: cfg.AccessLog, Debug: cfg.LogLevel == "debug", Dev: cfg.Dev,
-		ClientAddr: clientAddrFunc(authSvc), Allowed: allowedFunc(authSvc),
+		RequestTimeout: time.Duration(cfg.RequestTimeoutSeconds) * time.Second,
+		ClientAddr:     clientAddrFunc(authSvc), Allowed: allowedFunc(authSvc),
 		Web: web.Dist(),
 		Services: httpapi.Services{Auth: authSvc, Records: recordsSvc, Fleet: fleetSvc, Jobs: jobsSvc, Portal: portalSvc, Speech: speechSvc,
 			Inventory: invSvc, Status: statusSvc, Schedules: schedSvc, MCP: mcpListener, Backups: a.backup, Alerts: alertsSvc, LinuxUsers: luSvc, Vulns: vulnSvc,
@@ -374,7 +377,10 @@ func (a *app) loadTLS(ctx context.Context) (*tls.Config, error) {
 		if gerr != nil {
 			return nil, gerr
 		}
-		if err := a.store.CreateCertificate(ctx, store.Certificate{Name: "ui", CertPEM: certPEM, KeyPEM: keyPEM}); err != nil {
+		if err := a.store.CreateCertificate(ctx, store.Certificate{Name: "ui", CertPEM: certPEM, KeyPEM: keyPEM}); err != nil &&
+			!errors.Is(err, domain.ErrConflict) {
+			// A conflict: another replica starting at the same moment
+			// stored its certificate first; every replica uses that one.
 			return nil, err
 		}
 		if c, err = a.store.GetCertificate(ctx, "ui"); err != nil {

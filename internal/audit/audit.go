@@ -16,12 +16,19 @@ import (
 	"log/slog"
 	"maps"
 	"sync"
+	"time"
 
 	"github.com/lcmproject/lcm/internal/domain"
 	"github.com/lcmproject/lcm/internal/store"
 )
 
 // Target names a resource as "<type>:<id>", e.g. "server:6f1c…".
+
+// appendTimeout bounds writing one audit entry. It is written even after
+// the request's deadline, so it has its own: a database that stopped
+// answering costs the request this long at most.
+const appendTimeout = 10 * time.Second
+
 func Target(kind, id string) string { return kind + ":" + id }
 
 // Event is an entry the HTTP layer noted for the current request.
@@ -110,7 +117,11 @@ func Append(ctx context.Context, st *store.Store, log *slog.Logger, actor *domai
 	if (e.IP == "" || e.IP == "unknown") && sc != nil && sc.IP != "" {
 		e.IP = sc.IP
 	}
-	if err := st.AppendAudit(context.WithoutCancel(ctx), e); err != nil {
+	// The entry is written even when the request's deadline has passed
+	// (the change it records may have been committed), within its own.
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), appendTimeout)
+	defer cancel()
+	if err := st.AppendAudit(actx, e); err != nil {
 		if log == nil {
 			log = slog.Default()
 		}

@@ -114,11 +114,43 @@ func Open(ctx context.Context, o Options) (*Bus, error) {
 		b.Close()
 		return nil, err
 	}
-	if err := b.ensure(ctx, o.Replicas); err != nil {
-		b.Close()
-		return nil, err
+	// A cluster that has just started may not have placed its peers yet
+	// ("no suitable peers for placement"): wait for it a while instead of
+	// failing the start.
+	deadline := time.Now().Add(ensureWait)
+	for {
+		err := b.ensure(ctx, o.Replicas)
+		if err == nil {
+			break
+		}
+		if !clusterSettling(err) || time.Now().After(deadline) {
+			b.Close()
+			return nil, err
+		}
+		log.Warn("bus: NATS cluster not ready for the streams yet, retrying", "err", err)
+		select {
+		case <-ctx.Done():
+			b.Close()
+			return nil, ctx.Err()
+		case <-time.After(time.Second):
+		}
 	}
 	return b, nil
+}
+
+// ensureWait bounds how long Open waits for a NATS cluster that is still
+// electing leaders or placing peers (all nodes started together).
+const ensureWait = time.Minute
+
+// clusterSettling reports the JetStream errors of a cluster that is not
+// ready yet: no peers to place replicas on (10005), the cluster not
+// available (10008), an API call that timed out.
+func clusterSettling(err error) bool {
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		return apiErr.ErrorCode == 10005 || apiErr.ErrorCode == 10008
+	}
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout)
 }
 
 // ensure creates every stream, bucket and object store, or updates them

@@ -87,7 +87,8 @@ func (l *Lease) update(ctx context.Context, rev uint64) (bool, error) {
 	if err != nil {
 		l.rev = 0
 		var apiErr *jetstream.APIError
-		if errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence {
+		if errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+			apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) { // the latter on replicated (R3) buckets
 			return false, nil
 		}
 		return false, fmt.Errorf("bus: lease %s: %w", l.key, err)

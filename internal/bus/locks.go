@@ -50,7 +50,8 @@ func lockErr(err error) error {
 		return ErrLockHeld
 	case errors.Is(err, jetstream.ErrKeyNotFound), errors.Is(err, jetstream.ErrKeyDeleted):
 		return ErrLockGone
-	case errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence:
+	case errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant): // the latter on replicated (R3) buckets
 		return ErrLockRevision
 	}
 	return unavailable(err)

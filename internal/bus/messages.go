@@ -72,12 +72,24 @@ func DecodeOutput(b []byte) (OutputMsg, error) {
 	return m, nil
 }
 
+// OriginControl marks a StateMsg the control plane published for live
+// followers (a claim, the reaper's verdict, an abort): the row has it
+// already, and the ingest must not take it for a worker's report.
+const OriginControl = "control"
+
 // StateMsg is a state change or heartbeat on JobStateSubject(jobID).
 type StateMsg struct {
-	V        int             `json:"v"`
-	Type     string          `json:"type"` // TypeState or TypeHeartbeat
-	JobID    string          `json:"job_id"`
-	WorkerID string          `json:"worker_id"`
+	V        int    `json:"v"`
+	Type     string `json:"type"` // TypeState or TypeHeartbeat
+	JobID    string `json:"job_id"`
+	WorkerID string `json:"worker_id"`
+	// Seq numbers a job's state changes in the order its worker sent them
+	// (1 running, 2 the final state); the ingest applies a report only if
+	// it is newer than the last one applied (domain.Job.Accepts).
+	Seq int64 `json:"seq,omitempty"`
+	// Origin is OriginControl for the control plane's announcements, ""
+	// for a worker's report.
+	Origin   string          `json:"origin,omitempty"`
 	Status   string          `json:"status,omitempty"`
 	At       time.Time       `json:"at"`
 	ExitCode *int            `json:"exit_code,omitempty"`

@@ -51,6 +51,16 @@ type Config struct {
 	// finished schedule runs are kept; the daily cleanup task removes older
 	// ones.
 	JobHistoryDays int `json:"job_history_days"`
+	// RequestTimeoutSeconds is the deadline of one API request: every
+	// database call it makes ends by then (503 "request_timeout"), so a
+	// database that stops answering cannot pile up requests. Health checks
+	// have their own 2 s; uploads, backups and live streams are bounded
+	// separately (docs/configuration.md).
+	RequestTimeoutSeconds int `json:"request_timeout_seconds"`
+	// HealthCheckIntervalSeconds is how often the process pings its
+	// database; five failures in a row end it with exit code 70 for the
+	// supervisor to restart (keep 5 × this below systemd's WatchdogSec).
+	HealthCheckIntervalSeconds int `json:"health_check_interval_seconds"`
 
 	Host      string `json:"host"`
 	Port      int    `json:"port"`
@@ -230,24 +240,26 @@ const DefaultMemoryLimitMB = 240
 
 func Defaults() Config {
 	return Config{
-		AccessTokenTTLMinutes:    60,
-		APIKeyRateLimitPerMinute: 120,
-		LogLevel:                 "info",
-		AccessLog:                true,
-		StorageHistoryDays:       180,
-		JobHistoryDays:           180,
-		Host:                     "127.0.0.1",
-		Port:                     9310,
-		AgentHost:                "0.0.0.0",
-		AgentPort:                9320,
-		MCPHost:                  "127.0.0.1",
-		MCPPort:                  9330,
-		MetricsHost:              "127.0.0.1",
-		MemoryLimitMB:            DefaultMemoryLimitMB,
-		DataDir:                  "data",
-		Worker:                   WorkerConfig{Segments: []string{"default"}, Concurrency: 1024},
-		Speech:                   SpeechConfig{TTSLanguage: "en-US"},
-		SMTP:                     SMTPConfig{Port: 25, TLS: "none"},
+		AccessTokenTTLMinutes:      60,
+		APIKeyRateLimitPerMinute:   120,
+		LogLevel:                   "info",
+		AccessLog:                  true,
+		StorageHistoryDays:         180,
+		JobHistoryDays:             180,
+		RequestTimeoutSeconds:      30,
+		HealthCheckIntervalSeconds: 15,
+		Host:                       "127.0.0.1",
+		Port:                       9310,
+		AgentHost:                  "0.0.0.0",
+		AgentPort:                  9320,
+		MCPHost:                    "127.0.0.1",
+		MCPPort:                    9330,
+		MetricsHost:                "127.0.0.1",
+		MemoryLimitMB:              DefaultMemoryLimitMB,
+		DataDir:                    "data",
+		Worker:                     WorkerConfig{Segments: []string{"default"}, Concurrency: 1024},
+		Speech:                     SpeechConfig{TTSLanguage: "en-US"},
+		SMTP:                       SMTPConfig{Port: 25, TLS: "none"},
 	}
 }
 
@@ -425,6 +437,7 @@ func (c *Config) ApplyEnv(getenv func(string) string) error {
 		"LCM_API_KEY_RATE_LIMIT_PER_MINUTE": &c.APIKeyRateLimitPerMinute, "LCM_SMTP_PORT": &c.SMTP.Port,
 		"LCM_STORAGE_HISTORY_DAYS": &c.StorageHistoryDays, "LCM_JOB_HISTORY_DAYS": &c.JobHistoryDays,
 		"LCM_NATS_REPLICAS": &c.NATS.Replicas, "LCM_MEMORY_LIMIT_MB": &c.MemoryLimitMB,
+		"LCM_REQUEST_TIMEOUT_SECONDS": &c.RequestTimeoutSeconds, "LCM_HEALTH_CHECK_INTERVAL_SECONDS": &c.HealthCheckIntervalSeconds,
 	}
 	bools := map[string]*bool{"LCM_TRUST_PROXY_HEADER": &c.TrustProxyHeader, "LCM_ACCESS_LOG": &c.AccessLog,
 		"LCM_WORKER_DISABLED": &c.Worker.Disabled, "LCM_SCANNER_DISABLED": &c.Scanner.Disabled, "LCM_METRICS_PPROF": &c.MetricsPprof}
@@ -532,6 +545,12 @@ func (c *Config) Validate() error {
 	}
 	if c.JobHistoryDays < 7 || c.JobHistoryDays > 3650 {
 		bad("job_history_days", "must be between 7 and 3650, is %d", c.JobHistoryDays)
+	}
+	if c.RequestTimeoutSeconds < 1 || c.RequestTimeoutSeconds > 3600 {
+		bad("request_timeout_seconds", "must be between 1 and 3600, is %d", c.RequestTimeoutSeconds)
+	}
+	if c.HealthCheckIntervalSeconds < 1 || c.HealthCheckIntervalSeconds > 60 {
+		bad("health_check_interval_seconds", "must be between 1 and 60, is %d", c.HealthCheckIntervalSeconds)
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":

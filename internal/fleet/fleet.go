@@ -30,6 +30,11 @@ import (
 // milliseconds on a LAN; 15 s covers a slow WAN without hanging the UI.
 const probeTimeout = 15 * time.Second
 
+// rollbackTimeout bounds undoing a join whose job could not be submitted:
+// it runs even after the request's deadline, but must not hang on a
+// database that stopped answering.
+const rollbackTimeout = 10 * time.Second
+
 // Service manages servers and groups.
 type Service struct {
 	store *store.Store
@@ -134,7 +139,9 @@ func (s *Service) Join(ctx context.Context, p *domain.Principal, r JoinRequest) 
 	}
 	job, err := s.jobs.Submit(ctx, p, srv.ID, domain.JobJoin, nil)
 	if err != nil {
-		if derr := s.store.DeleteServer(context.WithoutCancel(ctx), srv.ID); derr != nil {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
+		defer cancel()
+		if derr := s.store.DeleteServer(rctx, srv.ID); derr != nil {
 			s.log.Error("join rollback failed", "server_id", srv.ID, "err", derr)
 		}
 		return domain.Server{}, domain.Job{}, err

@@ -65,7 +65,7 @@ func New(ping Pinger, exit func(int), log *slog.Logger) *Monitor {
 		log: log, start: time.Now(), now: time.Now, dbOK: true}
 }
 
-// SetInterval changes the check interval (tests).
+// SetInterval changes the check interval (health_check_interval_seconds).
 func (m *Monitor) SetInterval(d time.Duration) { m.interval = d }
 
 // Ready tells systemd the service is up (Type=notify).

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -31,11 +32,19 @@ func writeError(c *gin.Context, status int, code, msg string) {
 // Internal errors show a generic text only; the cause goes to the log.
 func (s *Server) respondError(c *gin.Context, err error) {
 	var de *domain.Error
+	if errors.Is(err, context.DeadlineExceeded) && !errors.As(err, &de) {
+		// The request's deadline (request_timeout_seconds) ran out in a
+		// call that did not classify it.
+		err = fmt.Errorf("%w (%v)", domain.Unavailable("request_timeout", "the request did not finish within its deadline; try again"), err)
+	}
 	status := statusOf(err)
 	if status == http.StatusInternalServerError {
 		s.deps.Log.Error("request failed", "method", c.Request.Method, "path", c.Request.URL.Path, "err", err)
 		writeError(c, status, "internal", "internal server error")
 		return
+	}
+	if status == http.StatusServiceUnavailable {
+		s.deps.Log.Warn("request unavailable", "method", c.Request.Method, "path", logPath(c.Request.URL.Path), "err", err)
 	}
 	body := errorBody{Error: err.Error()}
 	if errors.As(err, &de) {
@@ -74,15 +83,21 @@ func statusOf(err error) int {
 // (speech) bind with their own limit.
 const maxJSONBody = 1 << 20
 
-// bindJSON decodes the request body into dst: unknown fields, trailing data,
-// wrong types and oversized bodies are 400/413 with a clear message. It
-// writes the error response itself and reports false.
+// bindJSON decodes the request body into dst: text that is not UTF-8 or
+// holds a NUL character (jsonTextProblem), unknown fields, null where the
+// field cannot hold it, trailing data, wrong types and oversized bodies are
+// 400/413 with a clear message. It writes the error response itself and
+// reports false.
 func bindJSON(c *gin.Context, dst any) bool { return bindJSONLimit(c, dst, maxJSONBody) }
 
 func bindJSONLimit(c *gin.Context, dst any, limit int64) bool {
 	raw, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, limit))
 	if err == nil {
-		if msg := nullProblem(raw, dst); msg != "" {
+		if code, msg := jsonTextProblem(raw); code != "" {
+			writeError(c, http.StatusBadRequest, code, msg)
+			return false
+		}
+		if msg := nullProblem(raw, dst, documentedNullable(c.Request.Method, c.FullPath())); msg != "" {
 			writeError(c, http.StatusBadRequest, "invalid_request", msg)
 			return false
 		}
@@ -143,9 +158,13 @@ func jsonType(kind string) string {
 }
 
 // nullProblem refuses what encoding/json would silently accept as "no
-// change": a bare null body, and null for a top-level field that cannot
-// hold null (not a pointer, slice, map or interface). "" when fine.
-func nullProblem(raw []byte, dst any) string {
+// change": a bare null body, and null for a top-level field that may not
+// be null. The operation's request schema decides for the properties it
+// documents (doc: property → nullable; null only where it says
+// `nullable: true`, so "absent" and "null" never mean two things in a
+// PATCH); for others the field's type does (a pointer, slice, map or
+// interface may hold null). "" when fine.
+func nullProblem(raw []byte, dst any, doc map[string]bool) string {
 	trimmed := bytes.TrimSpace(raw)
 	if bytes.Equal(trimmed, []byte("null")) {
 		return "request body must be a JSON object, not null"
@@ -168,6 +187,12 @@ func nullProblem(raw []byte, dst any) string {
 		if !bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
 			continue
 		}
+		if nullable, ok := docProperty(doc, name); ok {
+			if !nullable {
+				return fmt.Sprintf("field %q must not be null (leave it out to keep the current value)", name)
+			}
+			continue
+		}
 		if f, ok := jsonField(t, name); ok {
 			switch f.Type.Kind() {
 			case reflect.Pointer, reflect.Slice, reflect.Map, reflect.Interface:
@@ -177,6 +202,20 @@ func nullProblem(raw []byte, dst any) string {
 		}
 	}
 	return ""
+}
+
+// docProperty looks a key up the way encoding/json matches it to a field
+// (exactly, else case-insensitively).
+func docProperty(doc map[string]bool, name string) (nullable, ok bool) {
+	if nullable, ok = doc[name]; ok {
+		return nullable, true
+	}
+	for k, v := range doc {
+		if strings.EqualFold(k, name) {
+			return v, true
+		}
+	}
+	return false, false
 }
 
 // jsonField finds the struct field (embedded structs included) that

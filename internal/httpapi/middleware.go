@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"fmt"
 	"log/slog"
 	"net/http"
 	"net/netip"
@@ -75,8 +74,11 @@ func clientIP(c *gin.Context) netip.Addr {
 // accessLog writes one line per request: method, path, status, duration,
 // IP, username; 4xx at WARN, 5xx at ERROR; query string and user agent at
 // debug. Never bodies, passwords or tokens (the path carries none: tokens
-// travel in headers).
+// travel in headers). What the client chose is capped (accesslog.go), and
+// lines of unauthenticated requests are rate-limited, so a flood cannot
+// grow the log without bound.
 func (s *Server) accessLog() gin.HandlerFunc {
+	anon := newLineLimiter(anonLinesPerSecond, anonLineBurst)
 	return func(c *gin.Context) {
 		if !s.deps.AccessLog {
 			c.Next()
@@ -85,13 +87,24 @@ func (s *Server) accessLog() gin.HandlerFunc {
 		start := time.Now()
 		c.Next()
 		status := c.Writer.Status()
+		if principal(c) == nil {
+			ok, left := anon.allow()
+			if !ok {
+				metrics.AccessLogSuppressed.Inc()
+				return
+			}
+			if left > 0 {
+				s.deps.Log.Warn("access log: lines of unauthenticated requests were left out (rate limit)", "suppressed", left)
+			}
+		}
 		attrs := []any{
 			"method", c.Request.Method, "path", logPath(c.Request.URL.Path), "status", status,
 			"duration_ms", float64(time.Since(start).Microseconds()) / 1000, "ip", clientIP(c).String(),
 			"user", principalOf(c).usernameOrDash(),
 		}
 		if s.deps.Debug {
-			attrs = append(attrs, "query", redactQuery(c.Request.URL.Query()), "user_agent", c.Request.UserAgent())
+			attrs = append(attrs, "query", capField(redactQuery(c.Request.URL.Query()), maxLoggedField),
+				"user_agent", capField(c.Request.UserAgent(), maxLoggedField))
 		}
 		level := slog.LevelInfo
 		switch {
@@ -127,7 +140,7 @@ func redactQuery(q map[string][]string) string {
 // plainText refuses a request whose path or query holds a NUL byte or
 // invalid UTF-8 (a percent-encoded %00 or %ff): no identifier or filter
 // contains them, and PostgreSQL would reject such text deep in a query.
-// JSON bodies are checked where they are stored (store.mapErr).
+// JSON bodies are checked the same way when they are bound (bindJSON).
 func plainText() gin.HandlerFunc {
 	bad := func(s string) bool { return strings.IndexByte(s, 0) >= 0 || !utf8.ValidString(s) }
 	return func(c *gin.Context) {
@@ -202,19 +215,6 @@ func (s *Server) enforce(a Access) gin.HandlerFunc {
 		}
 		c.Next()
 	}
-}
-
-// maxLoggedPath caps the path an access-log line carries: a client that
-// sends a megabyte of path, signed in or not, gets one short line.
-const maxLoggedPath = 256
-
-// logPath is p, cut at maxLoggedPath bytes (on a rune boundary) with its
-// full length noted.
-func logPath(p string) string {
-	if len(p) <= maxLoggedPath {
-		return p
-	}
-	return strings.ToValidUTF8(p[:maxLoggedPath], "") + fmt.Sprintf("…(%d bytes)", len(p))
 }
 
 // observe records every answered request in the metrics: count by method,

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"net/http"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -130,4 +131,39 @@ func (s *Server) getOpenAPI(c *gin.Context) {
 		return
 	}
 	c.Data(http.StatusOK, "application/json", openapiJSON)
+}
+
+var (
+	nullableOnce sync.Once
+	nullableOps  map[string]map[string]bool
+)
+
+// documentedNullable returns, for the operation a request matched (gin's
+// route path), its JSON body's top-level properties and whether each may
+// be null; nil when the document describes no such body.
+func documentedNullable(method, ginPath string) map[string]bool {
+	nullableOnce.Do(func() {
+		nullableOps = map[string]map[string]bool{}
+		doc, err := OpenAPI()
+		if err != nil {
+			return
+		}
+		for path, item := range doc.Paths.Map() {
+			for m, op := range item.Operations() {
+				if op.RequestBody == nil || op.RequestBody.Value == nil {
+					continue
+				}
+				mt := op.RequestBody.Value.Content.Get("application/json")
+				if mt == nil || mt.Schema == nil || mt.Schema.Value == nil || len(mt.Schema.Value.Properties) == 0 {
+					continue
+				}
+				props := map[string]bool{}
+				for name, p := range mt.Schema.Value.Properties {
+					props[name] = p.Value == nil || p.Value.Nullable || p.Value.Type.IncludesNull()
+				}
+				nullableOps[strings.ToUpper(m)+" "+path] = props
+			}
+		}
+	})
+	return nullableOps[method+" "+Route{Path: ginPath}.OpenAPIPath()]
 }

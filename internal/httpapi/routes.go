@@ -75,6 +75,12 @@ func (s *Server) handle(method, path string, a Access, h ...gin.HandlerFunc) {
 		panic("httpapi: route " + method + " " + path + " registered without an access rule")
 	}
 	s.routes = append(s.routes, Route{Method: method, Path: path, Access: a})
+	if a.kind == accessPublic {
+		if s.public == nil {
+			s.public = map[string]bool{}
+		}
+		s.public[method+" "+path] = true
+	}
 	chain := []gin.HandlerFunc{s.enforce(a)}
 	if isWrite(method) {
 		chain = []gin.HandlerFunc{s.auditWrite(method, path), s.enforce(a)}

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -29,6 +30,9 @@ type Deps struct {
 	Debug     bool
 	// Dev allows plain HTTP (cookies without Secure).
 	Dev bool
+	// RequestTimeout is the deadline of a request (request_timeout_seconds;
+	// DefaultRequestTimeout when zero); deadline.go names the exceptions.
+	RequestTimeout time.Duration
 	// ClientAddr is the one function deriving the client address (honours
 	// trust_proxy_header); Allowed is the allowlist (allowed_ips).
 	ClientAddr func(r *http.Request) netip.Addr
@@ -44,13 +48,15 @@ type Server struct {
 	deps   Deps
 	engine *gin.Engine
 	routes []Route
+	// public holds the "METHOD path" of the routes that need no login.
+	public map[string]bool
 	info   version.Info
 	// serverList caches the rendered whole-fleet listing (serverlist.go).
 	serverList serverListCache
 }
 
 // New builds the router with the middleware chain in the documented order:
-// recover → client address + allowlist → access log → security headers →
+// recover → deadline → client address + allowlist → access log → security headers →
 // plain text (no NUL or invalid UTF-8 in path and query) → API-key rate limit → authenticate → (per route) 2FA gate → permission.
 func New(d Deps) *Server {
 	gin.SetMode(gin.ReleaseMode)
@@ -64,7 +70,7 @@ func New(d Deps) *Server {
 	e := s.engine
 	e.HandleMethodNotAllowed = true
 	e.RemoveExtraSlash = false
-	e.Use(s.recoverPanics(), observe(), s.clientAddress(), s.accessLog(), securityHeaders(), plainText(), s.rateLimitAPIKeys(), s.authenticate())
+	e.Use(s.recoverPanics(), observe(), s.requestDeadline(), s.clientAddress(), s.accessLog(), securityHeaders(), plainText(), s.rateLimitAPIKeys(), s.authenticate())
 	s.registerRoutes()
 	if testRoutes != nil {
 		testRoutes(s)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -44,10 +45,17 @@ type BulkJob struct {
 // unreachable bus before anything was stored returns a domain.ErrUnavailable
 // error; a store error after some batches leaves those batches running and
 // returns the error.
+// bulkSubmitTimeout bounds one bulk submission: 10,000 servers are
+// stored and published in seconds, so this only ends a submission whose
+// database or bus stopped answering.
+const bulkSubmitTimeout = 10 * time.Minute
+
 func (s *Service) SubmitBulk(ctx context.Context, run domain.BulkRun, list []BulkJob, refused []domain.BulkItem) (domain.BulkRun, error) {
-	// A run is submitted whole even if the caller goes away halfway; every
-	// bus and store operation below has its own deadline.
-	ctx = context.WithoutCancel(ctx)
+	// A run is submitted whole even if the caller goes away halfway (or
+	// its request deadline passes), but not forever: a database that stops
+	// answering ends it after bulkSubmitTimeout.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bulkSubmitTimeout)
+	defer cancel()
 	if s.bus == nil || !s.bus.Healthy() {
 		return run, errBusDown
 	}

@@ -31,11 +31,23 @@ const followGiveUp = 10 * time.Second
 // followReplay bounds one read of stored output while following.
 const followReplay = 4 << 20
 
+// followReadTimeout bounds each database read of a follower: the stream
+// itself may stay open for the job's life (it has no request deadline),
+// its reads may not hang on a database that stopped answering.
+const followReadTimeout = 10 * time.Second
+
+// readJob reads the job with followReadTimeout.
+func (s *Service) readJob(ctx context.Context, sc store.Scope, id string) (domain.Job, error) {
+	ctx, cancel := context.WithTimeout(ctx, followReadTimeout)
+	defer cancel()
+	return s.store.GetJob(ctx, sc, id)
+}
+
 // Follow streams a visible job's console output from the beginning and
 // then live, de-duplicated by offset, ending after the final state. The
 // channel closes when the job is final or ctx ends.
 func (s *Service) Follow(ctx context.Context, p *domain.Principal, id string) (<-chan FollowEvent, error) {
-	job, err := s.store.GetJob(ctx, store.ScopeOf(p), id)
+	job, err := s.readJob(ctx, store.ScopeOf(p), id)
 	if err != nil {
 		return nil, err
 	}
@@ -156,7 +168,9 @@ func (f *follower) heldAt() (domain.OutputChunk, bool) {
 // refill sends stored output from f.sent on.
 func (f *follower) refill(ctx context.Context) bool {
 	for {
-		chunks, err := f.s.store.OutputFrom(ctx, f.id, f.sent, followReplay)
+		rctx, cancel := context.WithTimeout(ctx, followReadTimeout)
+		chunks, err := f.s.store.OutputFrom(rctx, f.id, f.sent, followReplay)
+		cancel()
 		if err != nil || len(chunks) == 0 {
 			return ctx.Err() == nil
 		}
@@ -174,7 +188,7 @@ func (f *follower) refill(ctx context.Context) bool {
 func (f *follower) finishIfDone(ctx context.Context, wait time.Duration) (done bool) {
 	deadline := time.Now().Add(wait)
 	for {
-		job, err := f.s.store.GetJob(ctx, store.SystemScope, f.id)
+		job, err := f.s.readJob(ctx, store.SystemScope, f.id)
 		if err != nil {
 			return true
 		}
@@ -226,7 +240,7 @@ func (f *follower) run(ctx context.Context, job domain.Job) {
 				}
 				continue
 			}
-			if j, err := f.s.store.GetJob(ctx, store.SystemScope, f.id); err == nil {
+			if j, err := f.s.readJob(ctx, store.SystemScope, f.id); err == nil {
 				j.Status = domain.JobStatus(ev.state.Status)
 				if !f.emit(ctx, FollowEvent{State: &j}) {
 					return

@@ -109,6 +109,9 @@ func (s *Service) ingest(ctx context.Context, msgs []bus.Msg) error {
 				s.log.Warn("ingest: dropping malformed state event", "subject", m.Subject())
 				continue
 			}
+			if st.Origin == bus.OriginControl {
+				continue // the control plane's announcement: the row has it
+			}
 			states = append(states, st)
 		}
 	}
@@ -134,9 +137,9 @@ func (s *Service) ingest(ctx context.Context, msgs []bus.Msg) error {
 		}
 		status := domain.JobStatus(st.Status)
 		if !status.Valid() || ended[st.JobID] {
-			continue // after a final state every other is refused anyway
+			continue // a job has one final state per worker report
 		}
-		u := store.JobUpdate{Status: status, WorkerID: st.WorkerID, At: st.At, ExitCode: st.ExitCode, Error: st.Error,
+		u := store.JobUpdate{Status: status, WorkerID: st.WorkerID, Seq: st.Seq, At: st.At, ExitCode: st.ExitCode, Error: st.Error,
 			Result: st.Result, OutputBytes: st.OutputBytes, Data: st.Data, Unreachable: st.Unreachable}
 		if status.Terminal() {
 			ended[st.JobID] = true

@@ -53,6 +53,10 @@ const (
 	ReapInterval = 5 * time.Second
 	// abortWait is how long Abort waits for the worker's final state.
 	abortWait = 5 * time.Second
+	// rollbackTimeout bounds undoing a submit that could not be published:
+	// it runs after the request's deadline may have passed, but must not
+	// hang on a database that stopped answering.
+	rollbackTimeout = 10 * time.Second
 )
 
 // FinishHook runs once a job reached a final state (on the replica that
@@ -212,7 +216,8 @@ func (s *Service) submit(ctx context.Context, srv domain.Server, kind domain.Job
 	msg, _ := json.Marshal(bus.JobMsg{V: bus.MessageVersion, Type: bus.TypeJob, JobID: job.ID, ServerID: srv.ID,
 		Kind: string(kind), Segment: segment, Params: raw})
 	if err := s.bus.Publish(ctx, bus.JobSubject(segment, srv.ID), job.ID, msg); err != nil {
-		bg := context.WithoutCancel(ctx)
+		bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
+		defer cancel()
 		if derr := s.store.DeleteJob(bg, job.ID); derr != nil {
 			s.log.Error("submit rollback failed", "job_id", job.ID, "err", derr)
 		}
@@ -347,6 +352,7 @@ func (s *Service) Abort(ctx context.Context, p *domain.Principal, id string) (do
 // finish records a final state decided by the control plane (abort of a
 // job no worker runs, reaper) and does what every final state does.
 func (s *Service) finish(ctx context.Context, id string, u store.JobUpdate) (domain.Job, error) {
+	u.Control = u.WorkerID == ""
 	job, changed, err := s.complete(ctx, id, u)
 	if err == nil && changed {
 		s.announce(job)
@@ -403,15 +409,28 @@ func (s *Service) completeMany(ctx context.Context, fs []final) ([]completed, er
 		case !ok:
 			out[i].err = domain.NotFound("job")
 			continue
-		case !domain.CanTransition(c.Status, f.u.Status) || (f.u.WorkerID != "" && c.WorkerID != "" && c.WorkerID != f.u.WorkerID):
+		case !c.Accepts(f.u.Report()):
 			out[i].job = c
+			if !f.u.Control && !(c.Status == f.u.Status && c.FinalBy == domain.FinalByWorker) {
+				// Not a redelivery of the final already stored: say so,
+				// a dropped worker report must never be silent.
+				s.log.Warn("job final state refused", "job_id", f.id, "reported", f.u.Status, "worker_id", f.u.WorkerID,
+					"seq", f.u.Seq, "stored", c.Status, "stored_worker_id", c.WorkerID, "final_by", c.FinalBy)
+			}
 			continue
 		}
 		n := c
 		u := f.u
 		n.Status, n.Error, n.Result, n.ExitCode, n.FinishedAt = u.Status, u.Error, u.Result, u.ExitCode, &u.At
 		n.Data, n.Unreachable = u.Data, u.Unreachable
-		cur[f.id] = n // a later final state of this job is refused
+		n.FinalBy = domain.FinalByWorker
+		if u.Control {
+			n.FinalBy = domain.FinalByControl
+		}
+		if u.Seq > n.StateSeq {
+			n.StateSeq = u.Seq
+		}
+		cur[f.id] = n // a later final state of this job is judged against this one
 		ts = append(ts, store.JobTransition{JobID: f.id, Update: u})
 		idx = append(idx, i)
 		next = append(next, n)
@@ -429,6 +448,14 @@ func (s *Service) completeMany(ctx context.Context, fs []final) ([]completed, er
 			continue
 		}
 		release = append(release, r.Job)
+		if r.Prev.Status.Terminal() {
+			// The worker's report arrived after the control plane had given
+			// up on the job (docs/jobs.md "Convergence"): what the worker
+			// saw on the server wins.
+			s.log.Warn("job final state reported by its worker replaces the control plane's verdict", "job_id", r.Job.ID,
+				"job_name", r.Job.Kind, "server_id", r.Job.ServerID, "status", r.Job.Status, "was", r.Prev.Status, "was_error", r.Prev.Error)
+			continue
+		}
 		observeFinished(r.Job)
 		s.log.Info("job finished", "job_id", r.Job.ID, "job_name", r.Job.Kind, "server_id", r.Job.ServerID, "status", r.Job.Status, "error", r.Job.Error)
 	}
@@ -479,9 +506,10 @@ func (s *Service) runHooks(ctx context.Context, jobs []domain.Job) {
 }
 
 // announce publishes a state decided by the control plane so live
-// followers see it (the ingest ignores it: the row already has it).
+// followers see it. It is marked OriginControl: the ingest skips it (the
+// row already has it), so it can never pass for a worker's report.
 func (s *Service) announce(job domain.Job) {
-	msg, _ := json.Marshal(bus.StateMsg{V: bus.MessageVersion, Type: bus.TypeState, JobID: job.ID,
+	msg, _ := json.Marshal(bus.StateMsg{V: bus.MessageVersion, Type: bus.TypeState, JobID: job.ID, Origin: bus.OriginControl,
 		WorkerID: job.WorkerID, Status: string(job.Status), At: s.now(), Error: job.Error, ExitCode: job.ExitCode})
 	if s.bus != nil {
 		_ = s.bus.Notify(bus.JobStateSubject(job.ID), msg)

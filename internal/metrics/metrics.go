@@ -46,6 +46,11 @@ var (
 	RateLimited = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "lcm_api_key_rate_limited_total", Help: "API-key requests refused by the per-key rate limit.",
 	})
+	// AccessLogSuppressed counts access-log lines of unauthenticated
+	// requests left out by the log's rate limit.
+	AccessLogSuppressed = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "lcm_http_access_log_suppressed_total", Help: "Access-log lines of unauthenticated requests left out by the log's rate limit.",
+	})
 	// JobsFinished counts jobs that reached a final state, and
 	// JobDuration their duration from start to the final state.
 	JobsFinished = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -88,7 +93,7 @@ func init() {
 	Registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		HTTPRequests, HTTPDuration, LoginFailures, RateLimited, JobsFinished, JobDuration,
+		HTTPRequests, HTTPDuration, LoginFailures, RateLimited, AccessLogSuppressed, JobsFinished, JobDuration,
 		IngestEvents, IngestBytes, SSHErrors, Panics, ScannerScans, ScannerScanDuration,
 	)
 	// The three SSH stages exist from the start, so a rate over them is

@@ -326,6 +326,14 @@ func (s *jsonStringReader) Read(p []byte) (int, error) {
 			}
 		case c < 0x20:
 			return n, badJSON("control character in string")
+		case c >= utf8.RuneSelf:
+			// A multi-byte character: the whole sequence must be UTF-8,
+			// as bindJSON demands of every other body.
+			seq, err := s.utf8Seq(c)
+			if err != nil {
+				return n, err
+			}
+			s.pend = append(s.pend[:0], seq...)
 		default:
 			p[n] = c
 			n++
@@ -369,14 +377,86 @@ func (s *jsonStringReader) escape() error {
 			v = v<<4 | d
 		}
 		r := rune(v)
-		if utf8.RuneLen(r) < 0 { // lone surrogate: never valid base64 anyway
-			r = utf8.RuneError
+		switch {
+		case r == 0:
+			return domain.Invalid(CodeNULCharacter, "a string in the request body contains the NUL character \\u0000")
+		case r >= 0xD800 && r < 0xDC00:
+			lo, err := s.lowSurrogate()
+			if err != nil {
+				return err
+			}
+			r = 0x10000 + (r-0xD800)<<10 + (lo - 0xDC00)
+		case r >= 0xDC00 && r < 0xE000:
+			return errLoneSurrogate
 		}
 		s.pend = utf8.AppendRune(s.pend[:0], r)
 	default:
 		return badJSON("bad escape")
 	}
 	return nil
+}
+
+// Codes of text that is not UTF-8 or holds NUL (as bindJSON answers).
+const (
+	CodeInvalidUTF8   = "invalid_utf8"
+	CodeNULCharacter  = "nul_character"
+	maxUTF8SeqPending = 3
+)
+
+var (
+	errInvalidUTF8   = domain.Invalid(CodeInvalidUTF8, "the request body is not valid UTF-8: JSON text must be UTF-8")
+	errLoneSurrogate = domain.Invalid(CodeInvalidUTF8, "a string in the request body has an unpaired surrogate escape: not valid UTF-8")
+)
+
+// utf8Seq reads the rest of the multi-byte sequence led by c and returns
+// it whole, or errInvalidUTF8.
+func (s *jsonStringReader) utf8Seq(c byte) ([]byte, error) {
+	var need int
+	switch {
+	case c&0xE0 == 0xC0:
+		need = 1
+	case c&0xF0 == 0xE0:
+		need = 2
+	case c&0xF8 == 0xF0:
+		need = maxUTF8SeqPending
+	default:
+		return nil, errInvalidUTF8
+	}
+	seq := []byte{c}
+	for range need {
+		b, err := s.r.ReadByte()
+		if err != nil {
+			return nil, errTruncated
+		}
+		seq = append(seq, b)
+	}
+	if !utf8.Valid(seq) {
+		return nil, errInvalidUTF8
+	}
+	return seq, nil
+}
+
+// lowSurrogate reads the \uDCxx escape that must follow a high surrogate.
+func (s *jsonStringReader) lowSurrogate() (rune, error) {
+	var h [6]byte
+	if _, err := io.ReadFull(s.r, h[:]); err != nil {
+		return 0, errLoneSurrogate
+	}
+	if h[0] != '\\' || h[1] != 'u' {
+		return 0, errLoneSurrogate
+	}
+	v := rune(0)
+	for _, x := range h[2:] {
+		d := hexVal(x)
+		if d < 0 {
+			return 0, badJSON("bad \\u escape")
+		}
+		v = v<<4 | rune(d)
+	}
+	if v < 0xDC00 || v >= 0xE000 {
+		return 0, errLoneSurrogate
+	}
+	return v, nil
 }
 
 func hexVal(c byte) int {

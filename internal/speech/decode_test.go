@@ -145,10 +145,27 @@ func TestDecodeSTTRequestErrors(t *testing.T) {
 		"trailing comma": {`{"audio":"QUJD",}`, CodeInvalidRequest},
 		"control char":   {"{\"audio\":\"QU\nJD\",\"mime_type\":\"audio/webm\"}", CodeInvalidRequest},
 		"too large":      {`{"audio":"` + base64.StdEncoding.EncodeToString(make([]byte, 200)) + `","mime_type":"audio/webm"}`, CodeTooLarge},
+		// Text that is not UTF-8 or holds NUL, refused for its bytes as
+		// bindJSON refuses it in every other body.
+		"invalid UTF-8 in audio":     {"{\"audio\":\"QU\xffJD\",\"mime_type\":\"audio/webm\"}", CodeInvalidUTF8},
+		"invalid UTF-8 in mime":      {"{\"audio\":\"QUJD\",\"mime_type\":\"audio/\xc0\xafwebm\"}", CodeInvalidUTF8},
+		"invalid UTF-8 in a key":     {"{\"au\xffdio\":\"QUJD\",\"mime_type\":\"audio/webm\"}", CodeInvalidUTF8},
+		"truncated UTF-8":            {"{\"audio\":\"QUJD\",\"mime_type\":\"a\xe2\x82\"}", CodeInvalidUTF8},
+		"NUL in audio":               {`{"audio":"QU\u0000JD","mime_type":"audio/webm"}`, CodeNULCharacter},
+		"NUL in mime":                {`{"audio":"QUJD","mime_type":"audio/webm\u0000"}`, CodeNULCharacter},
+		"lone high surrogate":        {`{"audio":"QUJD","mime_type":"a\ud800b"}`, CodeInvalidUTF8},
+		"lone low surrogate":         {`{"audio":"QUJD","mime_type":"a\udc00b"}`, CodeInvalidUTF8},
+		"surrogate pair is fine too": {`{"audio":"QUJD","mime_type":"a\ud83d\ude80","x":"日本"}`, ""},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			_, err := DecodeSTTRequest(strings.NewReader(tc.body), 100)
+			a, err := DecodeSTTRequest(strings.NewReader(tc.body), 100)
+			if tc.code == "" {
+				if err != nil || a.MimeType != "a🚀" {
+					t.Fatalf("%v %q", err, a.MimeType)
+				}
+				return
+			}
 			requireCode(t, err, tc.code, nil)
 		})
 	}

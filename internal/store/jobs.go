@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"gorm.io/gorm"
@@ -149,6 +151,7 @@ func jobFromRow(r jobRow) domain.Job {
 		Status: domain.JobStatus(r.Status), WorkerID: r.WorkerID, CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt,
 		StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, HeartbeatAt: r.HeartbeatAt, ExitCode: r.ExitCode,
 		Error: r.Error, OutputBytes: r.OutputBytes, Params: []byte(r.Params), Result: []byte(r.Result),
+		StateSeq: r.StateSeq, FinalBy: domain.FinalSource(r.FinalBy),
 	}
 }
 
@@ -195,6 +198,11 @@ func (s *Store) ClaimJob(ctx context.Context, jobID, serverID, workerID string, 
 type JobUpdate struct {
 	Status   domain.JobStatus
 	WorkerID string // when set, only that worker's job changes
+	// Seq is the worker's number of this report (domain.StateReport);
+	// Control marks a final state the control plane decided without the
+	// worker (reaper, abort), which never replaces a worker's report.
+	Seq      int64
+	Control  bool
 	At       time.Time
 	ExitCode *int
 	Error    string
@@ -208,7 +216,12 @@ type JobUpdate struct {
 	Unreachable bool
 }
 
-// TransitionJob applies u if the state machine allows it. It reports
+// Report is u as the rule of domain.Job.Accepts sees it.
+func (u JobUpdate) Report() domain.StateReport {
+	return domain.StateReport{Status: u.Status, WorkerID: u.WorkerID, Seq: u.Seq, Control: u.Control}
+}
+
+// TransitionJob applies u if domain.Job.Accepts allows it. It reports
 // whether the job changed; a repeated or out-of-order update is ignored, so
 // redelivered events are harmless.
 func (s *Store) TransitionJob(ctx context.Context, jobID string, u JobUpdate) (domain.Job, bool, error) {
@@ -234,7 +247,9 @@ type JobTransition struct {
 type TransitionResult struct {
 	Job     domain.Job
 	Changed bool
-	Err     error // domain.ErrNotFound for an unknown job
+	// Prev is the job as it was before (Changed) or as it is (refused).
+	Prev domain.Job
+	Err  error // domain.ErrNotFound for an unknown job
 }
 
 // TransitionJobs is TransitionJob for many updates, applied in order in
@@ -263,22 +278,30 @@ func (s *Store) TransitionJobs(ctx context.Context, ts []JobTransition) ([]Trans
 }
 
 // transitionRetries bounds how often transitionJob re-reads a row that
-// another replica changed between its read and its conditional update.
-const transitionRetries = 8
+// another replica changed between its read and its conditional update. A
+// job's row changes a handful of times in its life, so running out means
+// something else is wrong: the error makes the ingest redeliver the event
+// rather than drop it.
+const transitionRetries = 16
+
+// errTransitionRaced is transitionJob running out of retries.
+var errTransitionRaced = errors.New("store: job row kept changing under the update")
 
 // transitionJob is one transition inside a transaction (s is bound to it).
-// The update is conditional on the status it read. When another replica
-// moved the job in between (its ingest stored `running` while this one
-// stores `success` of the same job: events of one job may reach different
-// replicas), the row is read again and the transition re-decided, so a
-// final state is never dropped because it raced a non-final one.
+// The update is conditional on the exact state it read (status, sequence
+// number, final source). When another replica changed the job in between
+// (its ingest stored `running` while this one stores `success` of the same
+// job: events of one job may reach different replicas), the row is read
+// again and the report judged again, so a final state is never dropped
+// because it raced another report.
 func (s *Store) transitionJob(ctx context.Context, jobID string, u JobUpdate) (TransitionResult, error) {
-	for attempt := 0; ; attempt++ {
+	for attempt := 0; attempt <= transitionRetries; attempt++ {
 		r, raced, err := s.tryTransitionJob(ctx, jobID, u)
-		if err != nil || !raced || attempt == transitionRetries {
+		if err != nil || !raced {
 			return r, err
 		}
 	}
+	return TransitionResult{}, fmt.Errorf("%w (job %s)", errTransitionRaced, jobID)
 }
 
 // tryTransitionJob is one read and conditional update; raced reports that
@@ -292,43 +315,56 @@ func (s *Store) tryTransitionJob(ctx context.Context, jobID string, u JobUpdate)
 		return TransitionResult{Err: domain.NotFound("job")}, false, nil
 	}
 	row := rows[0]
-	from := domain.JobStatus(row.Status)
-	if !domain.CanTransition(from, u.Status) || (u.WorkerID != "" && row.WorkerID != "" && row.WorkerID != u.WorkerID) {
-		return TransitionResult{Job: jobFromRow(row)}, false, nil
+	prev := jobFromRow(row)
+	if !prev.Accepts(u.Report()) {
+		return TransitionResult{Job: prev, Prev: prev}, false, nil
 	}
 	set := map[string]any{"status": string(u.Status)}
+	if u.Seq > row.StateSeq {
+		set["state_seq"] = u.Seq
+	}
+	if u.WorkerID != "" && row.WorkerID == "" {
+		set["worker_id"] = u.WorkerID
+	}
 	if u.Status.Terminal() {
+		// Every final field is written, so a worker's final that replaces
+		// the control plane's verdict leaves none of the verdict behind.
 		set["finished_at"] = u.At
-		if u.ExitCode != nil {
-			set["exit_code"] = *u.ExitCode
-		}
-		if u.Error != "" {
-			set["error"] = u.Error
-		}
-		if len(u.Result) > 0 {
-			set["result"] = string(u.Result)
+		set["exit_code"] = u.ExitCode
+		set["error"] = u.Error
+		set["result"] = string(u.Result)
+		set["final_by"] = string(domain.FinalByWorker)
+		if u.Control {
+			set["final_by"] = string(domain.FinalByControl)
 		}
 	}
 	if u.OutputBytes > row.OutputBytes {
 		set["output_bytes"] = u.OutputBytes
 	}
-	if row.StartedAt == nil && (u.Status == domain.JobStarted || u.Status == domain.JobRunning) {
+	if row.StartedAt == nil && (u.Status == domain.JobStarted || u.Status == domain.JobRunning || (u.Status.Terminal() && !u.Control)) {
 		set["started_at"] = u.At
 	}
-	res := s.conn(ctx).Model(&jobRow{}).Where("id = ? AND status = ?", jobID, row.Status).Updates(set)
+	res := s.conn(ctx).Model(&jobRow{}).
+		Where("id = ? AND status = ? AND state_seq = ? AND final_by = ? AND worker_id = ?", jobID, row.Status, row.StateSeq, row.FinalBy, row.WorkerID).
+		Updates(set)
 	if res.Error != nil {
 		return TransitionResult{}, false, mapErr(res.Error, "job")
 	}
 	if res.RowsAffected == 0 {
-		return TransitionResult{Job: jobFromRow(row)}, true, nil
+		return TransitionResult{Job: prev, Prev: prev}, true, nil
 	}
-	out := jobFromRow(row)
+	out := prev
 	out.Status = u.Status
+	if v, ok := set["state_seq"].(int64); ok {
+		out.StateSeq = v
+	}
+	if v, ok := set["worker_id"].(string); ok {
+		out.WorkerID = v
+	}
 	if u.Status.Terminal() {
-		out.FinishedAt, out.ExitCode, out.Error = &u.At, u.ExitCode, u.Error
-		if len(u.Result) > 0 {
-			out.Result = u.Result
-		}
+		at := u.At
+		out.FinishedAt, out.ExitCode, out.Error, out.Result = &at, u.ExitCode, u.Error, u.Result
+		out.FinalBy = domain.FinalSource(set["final_by"].(string))
 	}
 	if v, ok := set["output_bytes"].(int64); ok {
 		out.OutputBytes = v
@@ -336,7 +372,7 @@ func (s *Store) tryTransitionJob(ctx context.Context, jobID string, u JobUpdate)
 	if v, ok := set["started_at"].(time.Time); ok {
 		out.StartedAt = &v
 	}
-	return TransitionResult{Job: out, Changed: true}, false, nil
+	return TransitionResult{Job: out, Prev: prev, Changed: true}, false, nil
 }
 
 // JobHeartbeat records a worker's heartbeat for an active job.

@@ -121,6 +121,12 @@ type jobRow struct {
 	Params         string `gorm:"type:text;not null;default:''"`
 	Result         string `gorm:"type:text;not null;default:''"`
 	AbortRequested bool   `gorm:"not null;default:false"`
+	// StateSeq is the sequence number of the last state report applied,
+	// FinalBy who decided the final state (domain.FinalSource), so a
+	// worker's late final replaces the control plane's verdict only
+	// (fleet/006).
+	StateSeq int64  `gorm:"not null;default:0"`
+	FinalBy  string `gorm:"size:16;not null;default:''"`
 }
 
 func (jobRow) TableName() string { return "jobs" }
@@ -174,6 +180,18 @@ var fleetMigrations = []Migration{
 			return nil
 		}
 		return tx.Exec("ALTER TABLE bulk_runs ALTER COLUMN action TYPE varchar(200)").Error
+	}},
+	{ID: "fleet/009_job_state_seq", Up: func(tx *gorm.DB) error {
+		// On a fresh database fleet/002 created them already.
+		for _, c := range []string{"StateSeq", "FinalBy"} {
+			if tx.Migrator().HasColumn(&jobRow{}, c) {
+				continue
+			}
+			if err := tx.Migrator().AddColumn(&jobRow{}, c); err != nil {
+				return err
+			}
+		}
+		return nil
 	}},
 }
 

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/glebarez/sqlite"
@@ -251,9 +252,41 @@ func mapErr(err error, what string) error {
 		return domain.Conflict("in_use", what+" is referenced by other data")
 	case isDataException(err):
 		return domain.Invalid("invalid_value", what+": a value in the request cannot be stored or compared (for example a NUL byte in a text)")
+	// Unavailability keeps its cause in the error text (for the log); the
+	// client sees the domain error's message only.
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("%w (store: %s: %v)", domain.Unavailable("request_timeout",
+			"the database did not answer within the request's deadline; try again"), what, err)
+	case isStorageFull(err):
+		return fmt.Errorf("%w (store: %s: %v)", domain.Unavailable("storage_full",
+			"the database's disk is full: nothing was written; free space and try again"), what, err)
+	case isConnectFailure(err):
+		return fmt.Errorf("%w (store: %s: %v)", domain.Unavailable("database_unavailable",
+			"the database cannot be reached; try again shortly"), what, err)
 	default:
 		return fmt.Errorf("store: %s: %w", what, err)
 	}
+}
+
+// isStorageFull reports a database that cannot write for lack of space:
+// SQLite's SQLITE_FULL ("database or disk is full") or an I/O error from
+// ENOSPC, PostgreSQL's class 53 ("insufficient resources": disk full, out
+// of memory).
+func isStorageFull(err error) bool {
+	var pg *pgconn.PgError
+	if errors.As(err, &pg) {
+		return strings.HasPrefix(pg.Code, "53")
+	}
+	msg := err.Error()
+	return errors.Is(err, syscall.ENOSPC) || strings.Contains(msg, "database or disk is full") ||
+		strings.Contains(msg, "no space left on device")
+}
+
+// isConnectFailure reports a PostgreSQL server that cannot be reached (no
+// connection could be made), as opposed to a query that failed.
+func isConnectFailure(err error) bool {
+	var ce *pgconn.ConnectError
+	return errors.As(err, &ce)
 }
 
 // isDataException reports PostgreSQL's class 22 errors ("data exception":

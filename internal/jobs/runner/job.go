@@ -20,6 +20,13 @@ import (
 	"github.com/lcmproject/lcm/internal/sshexec"
 )
 
+// Sequence numbers of a job's state reports (bus.StateMsg.Seq): the
+// ingest never applies one over a later one, whatever order they arrive in.
+const (
+	seqRunning = 1
+	seqFinal   = 2
+)
+
 // errAbortRequested is the cancel cause of an abort from the API.
 var errAbortRequested = errors.New("aborted on request")
 
@@ -70,7 +77,7 @@ func (w *Worker) handle(ctx context.Context, seg string, msg bus.Msg) {
 	creds = credbox.Credentials{} // drop the secrets as soon as the job ran
 	_ = out.Close()
 
-	final := bus.StateMsg{JobID: jm.JobID, Status: string(domain.JobSuccess), OutputBytes: out.Bytes(), Data: data}
+	final := bus.StateMsg{JobID: jm.JobID, Seq: seqFinal, Status: string(domain.JobSuccess), OutputBytes: out.Bytes(), Data: data}
 	code := res.ExitCode
 	final.ExitCode = &code
 	if r, err := json.Marshal(res); err == nil {
@@ -338,7 +345,7 @@ func (w *Worker) refreshLock(ctx context.Context, jm bus.JobMsg) {
 // it is off the dispatch path, and losing it loses nothing (the final state
 // follows, and started → success is a valid transition).
 func (w *Worker) announceRunning(jobID string) {
-	st := bus.StateMsg{V: bus.MessageVersion, Type: bus.TypeState, JobID: jobID, WorkerID: w.cfg.ID,
+	st := bus.StateMsg{V: bus.MessageVersion, Type: bus.TypeState, JobID: jobID, WorkerID: w.cfg.ID, Seq: seqRunning,
 		Status: string(domain.JobRunning), At: time.Now().UTC()}
 	data, _ := json.Marshal(st)
 	if ack, err := w.cfg.Bus.PublishAsync(bus.JobStateSubject(jobID), jobID+"/state/running", data); err == nil {
