@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lcmproject/lcm/internal/containers"
 	"github.com/lcmproject/lcm/internal/facts"
 	"github.com/lcmproject/lcm/internal/pkgmgr"
 	"github.com/lcmproject/lcm/internal/remote/sections"
@@ -184,4 +185,104 @@ func transportErr(err error) error {
 		return err
 	}
 	return failf("the command session ended before it finished (the server closed it)")
+}
+
+// refreshInOneSession is the refresh job as one sectioned session: the
+// facts, the package lists' age and refresh, the package listings and the
+// container listing. A failed list refresh fails the job (its message is
+// the package manager's) and skips the listings, as separate commands
+// did. When the facts name another package manager than the recorded
+// family's, the refresh runs again the long way (RefreshWithLists).
+func refreshInOneSession(ctx context.Context, env *Env, m pkgmgr.Manager) (Result, []byte, error) {
+	out := env.Out
+	var factsErr error
+	var f facts.Facts
+	secs := []sections.Section{
+		{Name: "facts", Cmd: facts.Script(), End: func(r sections.Result) { f, factsErr = parseFacts(string(r.Stdout), r.Code, out) }},
+		{Name: "lists-age", Cmd: m.ListsAge(), End: func(r sections.Result) {
+			a, err := pkgmgr.ParseListsAge(r.Stdout)
+			if r.Code != 0 {
+				err = fmt.Errorf("exit code %d", r.Code)
+			}
+			fmt.Fprintln(out, "lcm: "+describeListsAge(a, err))
+		}},
+		{Name: "refresh-lists", Flags: sections.Merge + sections.Gate, Cmd: m.RefreshLists(), Live: true, Keep: sectionTail,
+			Begin: func() { fmt.Fprintf(out, "lcm: refreshing %s\n", refreshWhat(m)) },
+			End: func(r sections.Result) {
+				if r.Code == 0 {
+					fmt.Fprintf(out, "lcm: package lists refreshed in %s\n", r.Took.Round(100*time.Millisecond))
+				}
+			}},
+		{Name: "installed", Flags: sections.Depends, Cmd: m.ListInstalled()},
+		{Name: "upgradable", Flags: sections.Depends, Cmd: m.ListUpgradable()},
+	}
+	if h, ok := m.(pkgmgr.HoldLister); ok {
+		secs = append(secs, sections.Section{Name: "held", Flags: sections.Depends, Cmd: h.ListHeld()})
+	}
+	secs = append(secs, sections.Section{Name: "containers", Cmd: containers.Script()})
+	res, runErr := sections.Run(ctx, env.Exec, out, secs, changeTimeout, upgradeIdle)
+	if fr := res["facts"]; !fr.Done {
+		return Result{}, nil, transportErr(runErr)
+	}
+	if factsErr != nil {
+		return Result{}, nil, factsErr
+	}
+	fam, err := pkgmgr.FamilyFromOSRelease(f.OS.ID, f.OS.IDLike)
+	if err == nil {
+		if real, rerr := managerFor(fam, f.PackageManager); rerr != nil || real.Name() != m.Name() {
+			fmt.Fprintf(out, "lcm: the server runs %s, not %s as recorded; refreshing with it\n", orDash(f.PackageManager), m.Name())
+			f, inv, err := RefreshWithLists(ctx, env.Exec, out)
+			if err != nil {
+				return Result{}, nil, err
+			}
+			return refreshResult(env, RefreshData{Facts: f, Inventory: inv, Containers: refreshContainers(ctx, env.Exec, out)}, "inventory refreshed")
+		}
+	}
+	rl := res["refresh-lists"]
+	switch {
+	case !rl.Done:
+		return Result{}, nil, transportErr(runErr)
+	case rl.Code != 0:
+		return Result{ExitCode: rl.Code}, nil, failf("package lists could not be refreshed (%s exited with code %d): %s",
+			m.Name(), rl.Code, managerMessage(string(rl.Stdout), ""))
+	}
+	var inv pkgmgr.Inventory
+	if err != nil { // an unknown distribution: facts only
+		fmt.Fprintf(out, "lcm: %v; package inventory skipped\n", err)
+	} else {
+		var raw inventoryRaw
+		for _, x := range []struct {
+			name string
+			text *string
+			code *int
+		}{{"installed", &raw.installed, &raw.installedCode}, {"upgradable", &raw.upgradable, &raw.upgradableCode}, {"held", &raw.held, &raw.heldCode}} {
+			s := res[x.name]
+			switch {
+			case s == nil:
+			case !s.Done && x.name == "held":
+				raw.heldErr = transportErr(runErr)
+			case !s.Done:
+				return Result{}, nil, transportErr(runErr)
+			default:
+				*x.text, *x.code = string(s.Stdout), s.Code
+			}
+		}
+		if inv, err = parseInventory(m, raw, out); err != nil {
+			return Result{}, nil, err
+		}
+	}
+	var ci *containers.Inventory
+	if cr := res["containers"]; cr.Done {
+		var cinv containers.Inventory
+		var cerr error
+		if cr.Code != 0 {
+			cerr = failf("the container listing exited with code %d", cr.Code)
+		} else if cinv, cerr = containers.ParseCollect(cr.Stdout); cerr != nil {
+			cerr = failf("the container listing could not be parsed: %v", cerr)
+		}
+		ci = reportContainers(ctx, cinv, cerr, out)
+	} else {
+		ci = reportContainers(ctx, containers.Inventory{}, transportErr(runErr), out)
+	}
+	return refreshResult(env, RefreshData{Facts: f, Inventory: inv, Containers: ci}, "inventory refreshed")
 }

@@ -270,8 +270,15 @@ func (j RefreshJob) Run(ctx context.Context, env *Env) (Result, error) {
 	return r, err
 }
 
-// RunData implements DataAction.
+// RunData implements DataAction. With the server's package family known
+// (every joined server's), the whole refresh is one sectioned session
+// (refreshInOneSession); otherwise the facts decide the family first.
 func (RefreshJob) RunData(ctx context.Context, env *Env) (Result, []byte, error) {
+	if fam := pkgmgr.Family(env.Creds.PackageFamily); fam != "" && fam != pkgmgr.FamilyDNF {
+		if m, err := pkgmgr.New(fam); err == nil {
+			return refreshInOneSession(ctx, env, m)
+		}
+	}
 	f, inv, err := RefreshWithLists(ctx, env.Exec, env.Out)
 	if err != nil {
 		return Result{}, nil, err
@@ -287,6 +294,13 @@ func (RefreshJob) RunData(ctx context.Context, env *Env) (Result, []byte, error)
 // refresh already succeeded.
 func refreshContainers(ctx context.Context, ex remote.Executor, out io.Writer) *containers.Inventory {
 	inv, err := collect(ctx, ex)
+	return reportContainers(ctx, inv, err, out)
+}
+
+// reportContainers prints what the container listing found (or why it
+// failed) and returns the inventory the refresh reports (nil: keep the
+// stored one).
+func reportContainers(ctx context.Context, inv containers.Inventory, err error, out io.Writer) *containers.Inventory {
 	if err != nil {
 		if ctx.Err() == nil {
 			fmt.Fprintf(out, "lcm: the container inventory could not be read (%v); the stored one is kept\n", err)
