@@ -54,19 +54,20 @@ const defaultUnitPath = "/etc/systemd/system/lcm-agent.service"
 // files that commands and maintainer scripts create unreadable to the
 // services they are for. The agent sets its own files' modes explicitly.
 //
-// Restart: always (also after a kill or an OOM), never giving up
-// (StartLimitIntervalSec=0). Delays grow exponentially from 5 s to 5 min
-// over 9 restarts (RestartSteps, RestartMaxDelaySec: systemd 254 and
-// later; older systemd ignores both with a log line and restarts every
-// 5 s). The agent's own reconnect loop handles gateway outages, so a
-// restart means the process itself failed.
+// Restart: always (also after a kill or an OOM), every 5 s, under the
+// spec's crash-loop brake for every LCM process: at most 5 start attempts
+// in 300 s (StartLimitIntervalSec/StartLimitBurst). A braked agent shows
+// as offline in LCM (and its alert fires) instead of burning CPU. The
+// agent's own reconnect loop handles gateway outages, so a restart means
+// the process itself failed.
 func unitFile(binary, config string) string {
 	return fmt.Sprintf(`[Unit]
 Description=LCM agent (outbound connection to the LCM agent gateway)
 Documentation=https://github.com/lcmproject/lcm/blob/main/docs/agent.md
 Wants=network-online.target
 After=network-online.target
-StartLimitIntervalSec=0
+StartLimitIntervalSec=300
+StartLimitBurst=5
 
 [Service]
 Type=notify
@@ -77,8 +78,6 @@ NotifyAccess=main
 ExecStart=%s run -config %s
 Restart=always
 RestartSec=5
-RestartSteps=9
-RestartMaxDelaySec=300
 KillMode=mixed
 TimeoutStopSec=30
 RuntimeDirectory=lcm-agent
