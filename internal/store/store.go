@@ -211,6 +211,21 @@ func (s *Store) InTx(ctx context.Context, fn func(tx *Store) error) error {
 		return fn(&Store{db: gtx, kr: s.kr, dialect: s.dialect, log: s.log, changes: s.changes, writers: s.writers, inTx: true})
 	})
 	committed = err == nil
+	return txErr(err)
+}
+
+// txErr maps what the transaction itself reports (its begin or commit:
+// SQLite reports a full disk at the commit) the way mapErr maps a
+// statement's error, so a client learns "storage_full" instead of an
+// internal error. fn's own errors pass unchanged.
+func txErr(err error) error {
+	var de *domain.Error
+	if err == nil || errors.As(err, &de) {
+		return err
+	}
+	if isStorageFull(err) || isConnectFailure(err) || errors.Is(err, context.DeadlineExceeded) {
+		return mapErr(err, "transaction")
+	}
 	return err
 }
 
