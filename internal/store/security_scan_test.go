@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -165,6 +166,166 @@ func BenchmarkApplyScanRescan(b *testing.B) {
 				b.ReportMetric(time.Since(start).Seconds(), "s/rescan-changed")
 			}
 			b.ReportMetric(float64(servers*per), "findings")
+		})
+	}
+}
+
+// TestApplyScans: a batch stores each server as ApplyScan would, alone
+// or beside others; a server that is gone fails with not found and one
+// whose findings cannot be stored fails alone, leaving its last scan as
+// it was; server_findings follows the open set (duplicate tuples
+// included) and is rewritten when another writer changed it; the
+// servers whose server_findings changed are recorded as fleet changes.
+func TestApplyScans(t *testing.T) {
+	for _, db := range testutil.Databases(t) {
+		t.Run(db.Name, func(t *testing.T) {
+			ctx := context.Background()
+			s, _ := openTest(t, db)
+			var ids []string
+			for i := range 4 {
+				srv, err := s.CreateServer(ctx, NewServer{Server: domain.Server{Name: fmt.Sprintf("b-%d", i), Host: fmt.Sprintf("10.0.0.%d", i+1), Port: 22, HostKey: "k"}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ids = append(ids, srv.ID)
+			}
+			gone, err := s.CreateServer(ctx, NewServer{Server: domain.Server{Name: "gone", Host: "10.0.1.1", Port: 22, HostKey: "k"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.DeleteServer(ctx, gone.ID); err != nil {
+				t.Fatal(err)
+			}
+			// A finding with this advisory cannot be stored (a trigger
+			// stands in for any database error).
+			trigger := map[Dialect][]string{
+				SQLite: {`CREATE TRIGGER vuln_bad BEFORE INSERT ON vuln_findings WHEN NEW.advisory = 'BAD' BEGIN SELECT RAISE(ABORT, 'bad finding'); END`},
+				Postgres: {`CREATE FUNCTION vuln_bad() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN IF NEW.advisory = 'BAD' THEN RAISE EXCEPTION 'bad finding'; END IF; RETURN NEW; END $$`,
+					`CREATE TRIGGER vuln_bad BEFORE INSERT ON vuln_findings FOR EACH ROW EXECUTE FUNCTION vuln_bad()`},
+			}
+			for _, q := range trigger[s.Dialect()] {
+				if err := s.db.Exec(q).Error; err != nil {
+					t.Fatal(err)
+				}
+			}
+			t.Cleanup(func() {
+				s.db.Exec("DROP TRIGGER IF EXISTS vuln_bad ON vuln_findings")
+				s.db.Exec("DROP FUNCTION IF EXISTS vuln_bad()")
+			})
+			// a and a2 are two advisories with the same server_findings tuple.
+			a := VulnFinding{Advisory: "DSA-1", CVEs: []string{"CVE-2026-1"}, Package: "openssl", Installed: "3.0.1", Fixed: "3.0.2", Severity: "high"}
+			a2 := VulnFinding{Advisory: "DEBIAN-CVE-2026-1", CVEs: []string{"CVE-2026-1"}, Package: "openssl", Installed: "3.0.1", Fixed: "3.0.2", Severity: "high"}
+			c := VulnFinding{Advisory: "DSA-3", Package: "curl", Installed: "8.0", Severity: "medium"}
+			bad := VulnFinding{Advisory: "BAD", Package: "x", Severity: "low"}
+			t0 := time.Date(2026, 11, 1, 8, 0, 0, 0, time.UTC)
+			type want struct {
+				states map[string]string // advisory → state
+				open   int               // server_findings rows
+			}
+			check := func(step, id string, w want) {
+				t.Helper()
+				list, _, err := s.VulnFindings(ctx, SystemScope, VulnFilter{ServerID: id})
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := map[string]string{}
+				for _, f := range list {
+					got[f.Advisory] = f.State
+				}
+				if fmt.Sprint(got) != fmt.Sprint(w.states) {
+					t.Fatalf("%s: %s: states %v, want %v", step, id, got, w.states)
+				}
+				open, err := s.ServerFindings(ctx, id)
+				if err != nil || len(open) != w.open {
+					t.Fatalf("%s: %s: server_findings %+v (%v), want %d rows", step, id, open, err, w.open)
+				}
+			}
+			shared := []VulnFinding{a, a2, c}
+			steps := []struct {
+				name string
+				outs []ScanOutcome
+				errs []string // "" ok, "not_found", "failed"
+				want map[string]want
+			}{
+				{name: "first scan, one gone, one bad",
+					outs: []ScanOutcome{{ServerID: ids[0], Findings: shared}, {ServerID: gone.ID, Findings: shared},
+						{ServerID: ids[1], Findings: shared}, {ServerID: ids[2], Findings: []VulnFinding{a, bad}}, {ServerID: ids[3]}},
+					errs: []string{"", "not_found", "", "failed", ""},
+					want: map[string]want{
+						ids[0]: {map[string]string{"DSA-1": VulnNew, "DEBIAN-CVE-2026-1": VulnNew, "DSA-3": VulnNew}, 3},
+						ids[1]: {map[string]string{"DSA-1": VulnNew, "DEBIAN-CVE-2026-1": VulnNew, "DSA-3": VulnNew}, 3},
+						ids[2]: {map[string]string{}, 0},
+						ids[3]: {map[string]string{}, 0},
+					}},
+				{name: "rescan: same, one of the twin tuples gone, bad again, server listed twice",
+					outs: []ScanOutcome{{ServerID: ids[0], Findings: shared}, {ServerID: ids[1], Findings: []VulnFinding{a, c}},
+						{ServerID: ids[2], Findings: []VulnFinding{bad}}, {ServerID: ids[3], Findings: []VulnFinding{c}}, {ServerID: ids[3], Findings: []VulnFinding{a}}},
+					errs: []string{"", "", "failed", "", ""},
+					want: map[string]want{
+						ids[0]: {map[string]string{"DSA-1": VulnNew, "DEBIAN-CVE-2026-1": VulnNew, "DSA-3": VulnNew}, 3},
+						ids[1]: {map[string]string{"DSA-1": VulnNew, "DEBIAN-CVE-2026-1": VulnFixed, "DSA-3": VulnNew}, 2},
+						ids[2]: {map[string]string{}, 0},
+						ids[3]: {map[string]string{"DSA-1": VulnNew, "DSA-3": VulnFixed}, 1},
+					}},
+				{name: "rescan: the twin is back, the other goes; bad is gone",
+					outs: []ScanOutcome{{ServerID: ids[1], Findings: []VulnFinding{a2, c}}, {ServerID: ids[2], Findings: []VulnFinding{c}}},
+					errs: []string{"", ""},
+					want: map[string]want{
+						ids[1]: {map[string]string{"DSA-1": VulnFixed, "DEBIAN-CVE-2026-1": VulnNew, "DSA-3": VulnNew}, 2},
+						ids[2]: {map[string]string{"DSA-3": VulnNew}, 1},
+					}},
+			}
+			at := t0
+			for _, st := range steps {
+				at = at.Add(time.Hour)
+				before := s.FleetVersion()
+				errs := s.ApplyScans(ctx, st.outs, at)
+				for i, err := range errs {
+					var got string
+					switch {
+					case err == nil:
+					case errors.Is(err, domain.ErrNotFound):
+						got = "not_found"
+					default:
+						got = "failed"
+					}
+					if got != st.errs[i] {
+						t.Fatalf("%s: outcome %d: %v, want %q", st.name, i, err, st.errs[i])
+					}
+				}
+				for id, w := range st.want {
+					check(st.name, id, w)
+				}
+				// Servers whose open set changed are fleet changes.
+				_, changed, ok := s.FleetChangesSince(before)
+				if !ok {
+					t.Fatalf("%s: a scan counted as a change of every server", st.name)
+				}
+				for _, id := range changed {
+					if id == gone.ID {
+						t.Fatalf("%s: the deleted server changed", st.name)
+					}
+				}
+			}
+			// Another writer replaced server_findings: a changed rescan
+			// makes it the open set again.
+			if err := s.SetFindings(ctx, ids[0], []Finding{{CVE: "CVE-2000-1", Package: "p", Severity: "critical"}}); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.ApplyScan(ctx, ScanOutcome{ServerID: ids[0], Findings: []VulnFinding{a, c}}, at.Add(time.Hour)); err != nil {
+				t.Fatal(err)
+			}
+			check("after SetFindings", ids[0], want{map[string]string{"DSA-1": VulnNew, "DEBIAN-CVE-2026-1": VulnFixed, "DSA-3": VulnNew}, 2})
+			open, _ := s.ServerFindings(ctx, ids[0])
+			for _, f := range open {
+				if f.CVE == "CVE-2000-1" {
+					t.Fatalf("server_findings kept another writer's row: %+v", open)
+				}
+			}
+			// The digest of what is stored is the one the last scan left.
+			if sc, err := s.VulnScanOf(ctx, ids[3]); err != nil || sc == nil || sc.Findings != 1 {
+				t.Fatalf("scan of the server listed twice: %+v %v", sc, err)
+			}
 		})
 	}
 }
