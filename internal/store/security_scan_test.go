@@ -353,3 +353,72 @@ func BenchmarkPrepareScan(b *testing.B) {
 		prepareScan(findings)
 	}
 }
+
+// TestApplyScansRowsBeforeRowHash: findings stored before row_hash (0)
+// count as changed once: a rescan rewrites their content and keeps their
+// state, acknowledgement and first sighting, and server_findings keeps
+// the open set.
+func TestApplyScansRowsBeforeRowHash(t *testing.T) {
+	for _, db := range testutil.Databases(t) {
+		t.Run(db.Name, func(t *testing.T) {
+			ctx := context.Background()
+			s, _ := openTest(t, db)
+			srv, err := s.CreateServer(ctx, NewServer{Server: domain.Server{Name: "old-01", Host: "10.0.0.1", Port: 22, HostKey: "k"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			fs := []VulnFinding{
+				{Advisory: "DSA-1", CVEs: []string{"CVE-2026-1"}, Package: "openssl", Installed: "3.0.1", Fixed: "3.0.2", Severity: "high"},
+				{Advisory: "DSA-2", Package: "curl", Installed: "8.0", Severity: "medium"},
+			}
+			t0 := time.Date(2026, 11, 1, 8, 0, 0, 0, time.UTC)
+			if err := s.ApplyScan(ctx, ScanOutcome{ServerID: srv.ID, Findings: fs}, t0); err != nil {
+				t.Fatal(err)
+			}
+			list, _, _ := s.VulnFindings(ctx, SystemScope, VulnFilter{ServerID: srv.ID})
+			for _, f := range list {
+				if f.Advisory == "DSA-1" {
+					if _, err := s.AcknowledgeVuln(ctx, SystemScope, f.ID, "alice", t0.Add(time.Minute)); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			// As a database migrated to row_hash has them; the digest of
+			// the last scan differs (the scan changed).
+			if err := s.db.Exec("UPDATE vuln_findings SET row_hash = 0").Error; err != nil {
+				t.Fatal(err)
+			}
+			fs[1].Summary = "now with a summary"
+			t1 := t0.Add(24 * time.Hour)
+			if err := s.ApplyScan(ctx, ScanOutcome{ServerID: srv.ID, Findings: fs}, t1); err != nil {
+				t.Fatal(err)
+			}
+			list, _, _ = s.VulnFindings(ctx, SystemScope, VulnFilter{ServerID: srv.ID})
+			if len(list) != 2 {
+				t.Fatalf("findings %+v", list)
+			}
+			for _, f := range list {
+				if !f.FirstSeenAt.Equal(t0) || !f.LastSeenAt.Equal(t1) {
+					t.Fatalf("dates: %+v", f)
+				}
+				switch f.Advisory {
+				case "DSA-1":
+					if f.State != VulnAcknowledged || f.AcknowledgedBy != "alice" {
+						t.Fatalf("acknowledged: %+v", f)
+					}
+				case "DSA-2":
+					if f.State != VulnNew || f.Summary != "now with a summary" {
+						t.Fatalf("changed: %+v", f)
+					}
+				}
+			}
+			var zero int64
+			if err := s.db.Raw("SELECT COUNT(*) FROM vuln_findings WHERE row_hash = 0").Scan(&zero).Error; err != nil || zero != 0 {
+				t.Fatalf("rows left without a hash: %d %v", zero, err)
+			}
+			if open, err := s.ServerFindings(ctx, srv.ID); err != nil || len(open) != 2 {
+				t.Fatalf("server_findings %+v %v", open, err)
+			}
+		})
+	}
+}
