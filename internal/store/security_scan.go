@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"crypto/sha256"
+	"database/sql"
 	"encoding/binary"
 	"encoding/hex"
 	"sort"
@@ -24,8 +25,12 @@ const (
 	scanTxServers  = 100
 	scanTxFindings = 60000
 	// scanStmtParams bounds the parameters of one multi-row statement,
-	// below SQLite's 32,766 and PostgreSQL's 65,535.
-	scanStmtParams = 30000
+	// below PostgreSQL's 65,535; on SQLite the pure-Go driver binds
+	// parameters in time quadratic in their number (each looks for its
+	// argument from the first), so its statements stay near 320
+	// parameters: at 16,000 binding took three quarters of a first scan.
+	scanStmtParams       = 30000
+	scanStmtParamsSQLite = 320
 	// scanDiffMax is the most server_findings rows a rescan deletes one
 	// tuple at a time; beyond it the server's rows are rewritten.
 	scanDiffMax = 256
@@ -130,19 +135,19 @@ type scanItem struct {
 type preparedScan struct {
 	items  []scanItem
 	digest string
+	index  map[string]int // key → position in items
 }
 
 func prepareScan(fs []VulnFinding) *preparedScan {
-	p := &preparedScan{items: make([]scanItem, 0, len(fs))}
-	seen := make(map[string]bool, len(fs))
+	p := &preparedScan{items: make([]scanItem, 0, len(fs)), index: make(map[string]int, len(fs))}
 	lines := make([]string, 0, len(fs))
 	for _, f := range fs {
 		it := scanItem{advisory: trunc(f.Advisory, 128), pkg: trunc(f.Package, 255), container: trunc(f.Container, 160)}
 		it.key = findingKey(it.advisory, it.pkg, it.container)
-		if seen[it.key] {
+		if _, dup := p.index[it.key]; dup {
 			continue
 		}
-		seen[it.key] = true
+		p.index[it.key] = len(p.items)
 		it.cves, it.source, it.installed, it.fixed = trunc(strings.Join(f.CVEs, ","), 2048), trunc(f.Source, 255), trunc(f.Installed, 255), trunc(f.Fixed, 255)
 		it.severity, it.cvss, it.summary, it.ecosystem = f.Severity, f.CVSS, trunc(f.Summary, 512), trunc(f.Ecosystem, 128)
 		content := strings.Join([]string{it.cves, it.source, it.installed, it.fixed, it.severity,
@@ -187,13 +192,12 @@ type storedFinding struct {
 	id    int64
 	state string
 	hash  int64
-	seen  bool
 }
 
 // scanWork is one server's part of a transaction of ApplyScans.
 type scanWork struct {
-	i              int // index in outs
-	stored         map[string]*storedFinding
+	i              int              // index in outs
+	stored         []*storedFinding // by position in the scan's items; nil: none stored
 	openBefore     int
 	fresh, changed []*scanItem // fresh: new or back from fixed; changed: open, other content
 	gone           []int64     // open, no longer found
@@ -241,7 +245,6 @@ func (s *Store) applyScansTx(ctx context.Context, outs []ScanOutcome, prep []*pr
 	// Same findings as the last scan: only the scan's time moves.
 	sameByEngine := map[string][]any{}
 	var work []*scanWork
-	byServer := map[string]*scanWork{}
 	var fullIDs []any
 	for i, o := range outs {
 		if !present[o.ServerID] {
@@ -252,9 +255,8 @@ func (s *Store) applyScansTx(ctx context.Context, outs []ScanOutcome, prep []*pr
 			sameByEngine[o.Engine] = append(sameByEngine[o.Engine], o.ServerID)
 			continue
 		}
-		w := &scanWork{i: i, stored: map[string]*storedFinding{}}
+		w := &scanWork{i: i, stored: make([]*storedFinding, len(prep[i].items))}
 		work = append(work, w)
-		byServer[o.ServerID] = w
 		fullIDs = append(fullIDs, o.ServerID)
 	}
 	for engine, sids := range sameByEngine {
@@ -267,43 +269,45 @@ func (s *Store) applyScansTx(ctx context.Context, outs []ScanOutcome, prep []*pr
 		return nil
 	}
 	// The stored findings: key, state and content hash (the content
-	// itself is read only for the few open ones that change or go).
-	if err := q.query(ctx, "SELECT server_id, id, advisory, package, container, state, row_hash FROM vuln_findings WHERE server_id IN "+
-		q.marks(1, len(fullIDs), 1), fullIDs, func(sc func(...any) error) error {
-		var sid, adv, pkg, ctr string
-		r := &storedFinding{}
-		if err := sc(&sid, &r.id, &adv, &pkg, &ctr, &r.state, &r.hash); err != nil {
-			return err
-		}
-		byServer[sid].stored[findingKey(adv, pkg, ctr)] = r
-		return nil
-	}); err != nil {
-		return mapErr(err, "vulnerability findings")
-	}
+	// itself is read only for the few open ones that change or go). The
+	// key columns are compared as bytes, without building strings.
 	var leaving []any
+	var key []byte
 	for _, w := range work {
 		p := prep[w.i]
+		var adv, pkg, ctr, state sql.RawBytes
+		if err := q.query(ctx, "SELECT id, advisory, package, container, state, row_hash FROM vuln_findings WHERE server_id = "+q.mark(1),
+			[]any{outs[w.i].ServerID}, func(sc func(...any) error) error {
+				var id, hash int64
+				if err := sc(&id, &adv, &pkg, &ctr, &state, &hash); err != nil {
+					return err
+				}
+				open := string(state) != VulnFixed
+				key = append(append(append(append(append(key[:0], adv...), 0), pkg...), 0), ctr...)
+				j, ok := p.index[string(key)]
+				switch {
+				case ok:
+					w.stored[j] = &storedFinding{id: id, state: string(state), hash: hash}
+					if open {
+						w.openBefore++
+					}
+				case open: // no longer found
+					w.openBefore++
+					w.gone = append(w.gone, id)
+					w.leaving = append(w.leaving, id)
+				}
+				return nil
+			}); err != nil {
+			return mapErr(err, "vulnerability findings")
+		}
 		for j := range p.items {
 			it := &p.items[j]
-			r := w.stored[it.key]
-			switch {
+			switch r := w.stored[j]; {
 			case r == nil || r.state == VulnFixed:
 				w.fresh = append(w.fresh, it)
 			case r.hash != it.hash:
 				w.changed = append(w.changed, it)
 				w.leaving = append(w.leaving, r.id)
-			}
-			if r != nil {
-				r.seen = true
-			}
-		}
-		for _, r := range w.stored {
-			if r.state != VulnFixed {
-				w.openBefore++
-				if !r.seen {
-					w.gone = append(w.gone, r.id)
-					w.leaving = append(w.leaving, r.id)
-				}
 			}
 		}
 		for _, id := range w.leaving {
@@ -523,7 +527,24 @@ func (q sqlRunner) execN(ctx context.Context, sql string, args []any) (int64, er
 // insert writes rows of cols values each (args, flat) with multi-row
 // statements: head + "(…),(…)" + tail.
 func (q sqlRunner) insert(ctx context.Context, head, tail string, cols int, args []any) error {
-	per := min(ingestBatch, scanStmtParams/cols) * cols
+	limit := scanStmtParams
+	if q.s.dialect == SQLite {
+		limit = scanStmtParamsSQLite
+	}
+	per := min(ingestBatch, limit/cols) * cols
+	if len(args) >= 2*per {
+		// Full chunks share one prepared statement (parsed once).
+		st, err := q.db.Statement.ConnPool.PrepareContext(ctx, head+q.marks(per/cols, cols, 1)+tail)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		for ; len(args) >= per; args = args[per:] {
+			if _, err := st.ExecContext(ctx, args[:per]...); err != nil {
+				return err
+			}
+		}
+	}
 	for lo := 0; lo < len(args); lo += per {
 		chunk := args[lo:min(lo+per, len(args))]
 		if err := q.exec(ctx, head+q.marks(len(chunk)/cols, cols, 1)+tail, chunk); err != nil {
