@@ -30,7 +30,11 @@ type vulnFindingRow struct {
 	AcknowledgedAt *time.Time
 	AcknowledgedBy string `gorm:"size:255;not null;default:''"`
 	FixedAt        *time.Time
-	Server         serverRow `gorm:"foreignKey:ServerID;constraint:OnDelete:CASCADE"`
+	// RowHash is 63 bits of the SHA-256 of the content (CVEs … ecosystem)
+	// as last written: a rescan compares it instead of reading the
+	// content (0: stored before the column, counts as changed once).
+	RowHash int64     `gorm:"not null;default:0"`
+	Server  serverRow `gorm:"foreignKey:ServerID;constraint:OnDelete:CASCADE"`
 }
 
 func (vulnFindingRow) TableName() string { return "vuln_findings" }
@@ -75,6 +79,14 @@ var securityMigrations = []Migration{
 	{ID: "security/003_vuln_scans_digest", Up: func(tx *gorm.DB) error {
 		if m := tx.Migrator(); !m.HasColumn(&vulnScanRow{}, "Digest") {
 			return m.AddColumn(&vulnScanRow{}, "Digest")
+		}
+		return nil
+	}},
+	// The content hash of a finding (ApplyScans compares it instead of
+	// reading the content).
+	{ID: "security/004_vuln_findings_row_hash", Up: func(tx *gorm.DB) error {
+		if m := tx.Migrator(); !m.HasColumn(&vulnFindingRow{}, "RowHash") {
+			return m.AddColumn(&vulnFindingRow{}, "RowHash")
 		}
 		return nil
 	}},

@@ -151,6 +151,13 @@ func (s *Service) SBOM(ctx context.Context, p *domain.Principal, id string) (*cd
 // to keep two scanner requests busy while results are stored.
 const scanParallel = 4
 
+// A run stores results once storeServers servers or storeFindings
+// findings (distinct lists) are waiting.
+const (
+	storeServers  = 100
+	storeFindings = 60000
+)
+
 // GroupSBOM returns one SBOM for the servers of a group visible to p
 // (servers never refreshed are left out).
 func (s *Service) GroupSBOM(ctx context.Context, p *domain.Principal, groupID string) (*cdx.BOM, error) {
@@ -251,12 +258,42 @@ func (s *Service) scan(ctx context.Context, ids []string) (RunSummary, error) {
 			}(k)
 		}
 	}()
-	var changed []string
+	// Results are stored in batches (store.ApplyScans: a few transactions
+	// for the fleet instead of one per server), of up to storeServers
+	// servers or storeFindings findings held in memory.
+	var (
+		changed  []string
+		pending  []store.ScanOutcome
+		buffered int
+	)
+	flush := func() error {
+		if len(pending) == 0 {
+			return nil
+		}
+		outs := pending
+		pending, buffered = nil, 0
+		var first error
+		for i, err := range s.store.ApplyScans(ctx, outs, s.now()) {
+			switch {
+			case err == nil:
+				sum.Scanned++
+				sum.Findings += len(outs[i].Findings)
+				changed = append(changed, outs[i].ServerID)
+			case errors.Is(err, domain.ErrNotFound): // deleted meanwhile
+			case first == nil:
+				first = err
+			}
+		}
+		return first
+	}
 	for range order {
 		r := <-results
 		if r.err != nil {
 			var dis *scanner.ErrDisabled
 			if errors.As(r.err, &dis) || errors.Is(r.err, scanner.ErrNoScanner) {
+				if err := flush(); err != nil {
+					return sum, err
+				}
 				sum.FinishedAt, sum.Error = s.now(), r.err.Error()
 				return sum, domain.Unavailable("scanner_disabled", r.err.Error())
 			}
@@ -269,18 +306,19 @@ func (s *Service) scan(ctx context.Context, ids []string) (RunSummary, error) {
 			rows[i] = store.VulnFinding{Advisory: f.Advisory, Package: f.Package, Container: f.Container, Source: f.Source, Installed: f.Installed,
 				Fixed: f.Fixed, Severity: f.Severity, CVEs: f.CVEs, CVSS: f.CVSS, Summary: f.Summary, Ecosystem: f.Ecosystem}
 		}
-		at := s.now()
+		// The servers of one package set share rows (the store digests
+		// them once).
 		for _, id := range r.g.ids {
-			if err := s.store.ApplyScan(ctx, store.ScanOutcome{ServerID: id, Engine: r.engine, Findings: rows}, at); err != nil {
-				if errors.Is(err, domain.ErrNotFound) {
-					continue // deleted meanwhile
-				}
+			pending = append(pending, store.ScanOutcome{ServerID: id, Engine: r.engine, Findings: rows})
+		}
+		if buffered += len(rows); len(pending) >= storeServers || buffered >= storeFindings {
+			if err := flush(); err != nil {
 				return sum, err
 			}
-			sum.Scanned++
-			sum.Findings += len(rows)
-			changed = append(changed, id)
 		}
+	}
+	if err := flush(); err != nil {
+		return sum, err
 	}
 	if err := s.status.RecomputeMany(ctx, changed); err != nil {
 		return sum, err
