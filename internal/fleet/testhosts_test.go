@@ -75,7 +75,7 @@ func readAll(t *testing.T, p *plane.Plane, pr *domain.Principal, id string) stri
 		if o.Complete {
 			return b.String()
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // polling the output, not waiting for time to pass
 	}
 	t.Fatalf("output of %s never complete", id)
 	return ""
