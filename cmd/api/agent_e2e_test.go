@@ -247,7 +247,7 @@ func TestAgentEndToEnd(t *testing.T) {
 				a.Do("GET", "/api/v1/jobs/"+s.JobID+"/ssh-output", token, nil, &o)
 				t.Fatalf("%s over the agent: %s: %s\n%s", path, job.Status, job.Error, o.Output)
 			}
-			time.Sleep(150 * time.Millisecond)
+			time.Sleep(150 * time.Millisecond) // polling the job, not waiting for time to pass
 		}
 		var o struct {
 			Output   string `json:"output"`
@@ -367,7 +367,18 @@ func TestAgentEndToEnd(t *testing.T) {
 	testutil.WaitFor(t, 15*time.Second, "gateway log of the disconnect", func() bool {
 		return strings.Contains(a.Stderr(), "agent disconnected on request")
 	})
-	time.Sleep(3 * time.Second) // the agent retries with its revoked secret
+	// The agent retries with its revoked secret: wait for two refused
+	// attempts after the disconnect, then it must still be disconnected.
+	testutil.WaitFor(t, 60*time.Second, "two refused reconnects of the revoked agent", func() bool {
+		log := a.Stderr()
+		n := 0
+		for _, line := range strings.Split(log[strings.Index(log, "agent disconnected on request"):], "\n") {
+			if strings.Contains(line, "agent rejected") && strings.Contains(line, tok1.AgentID) {
+				n++
+			}
+		}
+		return n >= 2
+	})
 	var s struct {
 		Agent *agentState `json:"agent"`
 	}

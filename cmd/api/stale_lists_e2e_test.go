@@ -16,7 +16,7 @@ import (
 )
 
 // TestSecurityUpgradeOnStaleListsE2E is issue 24 section 1 through the
-// real binary against Debian test host 7 (127.0.0.8): on a server whose
+// real binary against Debian test host 10 (127.0.0.11): on a server whose
 // package lists are days old and do not know the security suite's newest
 // releases, POST /packages/refresh and /refresh-all store the security
 // updates the host itself reports after its own apt-get update, and POST
@@ -65,7 +65,7 @@ func TestSecurityUpgradeOnStaleListsE2E(t *testing.T) {
 	const stale = `rm -f /var/lib/apt/lists/*security* /var/cache/apt/pkgcache.bin /var/cache/apt/srcpkgcache.bin
 find /var/lib/apt/lists -maxdepth 1 -type f -exec touch -d '10 days ago' {} +`
 	if len(hostSecurity()) == 0 {
-		testutil.Unavailable(t, "test host 7 has no pending security updates: nothing to prove")
+		testutil.Unavailable(t, "test host %d (%s) has no pending security updates: nothing to prove", h.Index, h.Addr)
 	}
 
 	a := testutil.StartAPI(t, testutil.APIOptions{Dev: true})

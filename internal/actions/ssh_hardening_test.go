@@ -436,8 +436,7 @@ func TestSSHPortOnTestHost(t *testing.T) {
 	}
 
 	// A ListenAddress without a port (as on a real server): the move works.
-	sh(t, root, `sed -i 's/^ListenAddress 127.0.0.9:22$/ListenAddress 127.0.0.9/' /etc/ssh/sshd_config.d/zz-lcm-testhost.conf && kill -HUP $(cat /run/sshd.pid)`)
-	time.Sleep(500 * time.Millisecond)
+	sh(t, root, `sed -i 's/^ListenAddress 127.0.0.9:22$/ListenAddress 127.0.0.9/' /etc/ssh/sshd_config.d/zz-lcm-testhost.conf && `+testutil.ReloadSSHD)
 	out.Reset()
 	r, err = SSHPort{}.Run(ctx, env)
 	if err != nil || r.SSH.Port != 2222 || !slices.Contains(r.SSH.Ports, 2222) || slices.Contains(r.SSH.Ports, 22) {

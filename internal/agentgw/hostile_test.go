@@ -18,6 +18,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/lcmproject/lcm/internal/remote"
+	"github.com/lcmproject/lcm/internal/testutil"
 	"github.com/lcmproject/lcm/pkg/agentproto"
 )
 
@@ -439,17 +440,19 @@ func TestPendingConnectionsAreBounded(t *testing.T) {
 		t.Fatalf("CONNACK 0x%02x", rc)
 	}
 	open[0].closedWithin(30 * time.Second)
-	for {
+	// The decided connection's handler may still be unwinding: 503 until
+	// its place is free.
+	testutil.WaitFor(t, 30*time.Second, "a place freed for a new pending connection", func() bool {
 		r, resp, err := e.rawDial(t)
 		if err == nil {
 			r.ws.Close()
-			break
+			return true
 		}
 		if resp == nil || resp.StatusCode != http.StatusServiceUnavailable {
 			t.Fatal(err)
 		}
-		time.Sleep(10 * time.Millisecond) // the refused connection's handler is still unwinding
-	}
+		return false
+	})
 	for _, r := range open[1:] {
 		r.ws.Close()
 	}

@@ -35,6 +35,7 @@ type receiver struct {
 	secret  string
 	mu      sync.Mutex
 	got     []notify.GenericPayload
+	arrived int // requests read, answered or not
 	badSigs int
 	fail    int
 	delay   time.Duration
@@ -49,6 +50,7 @@ func newReceiver(t *testing.T, secret string) *receiver {
 	r.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		body, _ := io.ReadAll(req.Body)
 		r.mu.Lock()
+		r.arrived++
 		delay, hold := r.delay, r.hold
 		r.mu.Unlock()
 		if hold != nil {
@@ -87,6 +89,12 @@ func newReceiver(t *testing.T, secret string) *receiver {
 	r.srv.StartTLS()
 	t.Cleanup(r.srv.Close)
 	return r
+}
+
+func (r *receiver) requests() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.arrived
 }
 
 func (r *receiver) payloads() []notify.GenericPayload {
@@ -199,6 +207,21 @@ func (e *env) deliveries(t *testing.T, f store.AlertEventFilter) []store.AlertEv
 	return evs
 }
 
+// deliveryCount counts the stored deliveries with the given status ("":
+// all of them).
+func (e *env) deliveryCount(t *testing.T, status string) int {
+	t.Helper()
+	n := 0
+	for _, ev := range e.deliveries(t, store.AlertEventFilter{}) {
+		for _, d := range ev.Deliveries {
+			if status == "" || d.Status == status {
+				n++
+			}
+		}
+	}
+	return n
+}
+
 func TestFireRepeatResolve(t *testing.T) {
 	for _, db := range testutil.Databases(t) {
 		t.Run(db.Name, func(t *testing.T) {
@@ -229,11 +252,15 @@ func TestFireRepeatResolve(t *testing.T) {
 			if rep := e.evaluate(t); rep.Resolved != 1 || rep.Open != 0 {
 				t.Fatalf("no resolution: %+v", rep)
 			}
-			deadline := time.Now().Add(15 * time.Second)
-			for len(r.payloads()) < 3 && time.Now().Before(deadline) {
-				time.Sleep(20 * time.Millisecond)
+			// The queue is the alert_deliveries table: once its three rows
+			// are sent, nothing is left to send, and the receiver has what
+			// it will ever get.
+			testutil.WaitFor(t, 15*time.Second, "three deliveries sent", func() bool {
+				return e.deliveryCount(t, store.DeliverySent) == 3
+			})
+			if all := e.deliveryCount(t, ""); all != 3 {
+				t.Fatalf("%d deliveries stored, want 3: %+v", all, e.deliveries(t, store.AlertEventFilter{}))
 			}
-			time.Sleep(50 * time.Millisecond)
 			if n := len(r.payloads()); n != 3 {
 				t.Fatalf("%d notifications: %+v\nhistory: %+v", n, r.payloads(), e.deliveries(t, store.AlertEventFilter{}))
 			}
@@ -522,8 +549,8 @@ func TestStaleDeliveryResumed(t *testing.T) {
 	e.unreachable(t, e.server(t, "cache-1"), true)
 	e.rule(t, alerts.TypeServerUnreachable, ch.ID)
 	e.evaluate(t)
-	time.Sleep(200 * time.Millisecond) // the attempt hangs at the receiver
-	e.svc.Close()                      // the replica stops: the delivery stays pending
+	testutil.WaitFor(t, 10*time.Second, "the attempt hangs at the receiver", func() bool { return r.requests() == 1 })
+	e.svc.Close() // the replica stops: the delivery stays pending
 	if d := e.deliveries(t, store.AlertEventFilter{})[0].Deliveries[0]; d.Status != store.DeliveryPending {
 		t.Fatalf("delivery after the stop: %+v", d)
 	}
@@ -541,7 +568,11 @@ func TestStaleDeliveryResumed(t *testing.T) {
 	if _, err := other.Evaluate(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(100 * time.Millisecond)
+	// The second evaluation queued nothing (an evaluation stores its
+	// deliveries before it returns), so nothing else can be sent.
+	if all, sent := e.deliveryCount(t, ""), e.deliveryCount(t, store.DeliverySent); all != 1 || sent != 1 {
+		t.Fatalf("%d deliveries stored (%d sent), want the one, sent", all, sent)
+	}
 	if n := len(r.payloads()); n != 1 {
 		t.Fatalf("%d deliveries received, want 1", n)
 	}

@@ -23,7 +23,7 @@ import (
 	"github.com/lcmproject/lcm/internal/testutil/plane"
 )
 
-// TestHardeningJobsOnTestHost hardens test host 8 through the fleet
+// TestHardeningJobsOnTestHost hardens test host 12 through the fleet
 // service (job, worker, finish hook) and checks the server record and the
 // host, then the restricted-mode gate of reboot.
 func TestHardeningJobsOnTestHost(t *testing.T) {
@@ -64,10 +64,9 @@ func TestHardeningJobsOnTestHost(t *testing.T) {
 
 	// An earlier main-file line wins: the job fails, names it, rolls back;
 	// the record shows the proven state (not hardened).
-	if out, err := rootRun(t, h, "rm "+"/etc/ssh/sshd_config.d/60-lcm-hardening.conf && sed -i '1i PasswordAuthentication yes' /etc/ssh/sshd_config && kill -HUP $(cat /run/sshd.pid)"); err != nil {
+	if out, err := rootRun(t, h, "rm "+"/etc/ssh/sshd_config.d/60-lcm-hardening.conf && sed -i '1i PasswordAuthentication yes' /etc/ssh/sshd_config && "+testutil.ReloadSSHD); err != nil {
 		t.Fatalf("%v %s", err, out)
 	}
-	time.Sleep(500 * time.Millisecond)
 	j, err = p.Fleet.HardenSSH(ctx, p.Admin, srv.ID, false)
 	if err != nil {
 		t.Fatal(err)
@@ -250,10 +249,9 @@ func TestSSHPortJobOnTestHost(t *testing.T) {
 		t.Fatalf("join %s: %s", done.Status, done.Error)
 	}
 	// As on a real server: a ListenAddress without a port.
-	if out, err := rootRun(t, h, fmt.Sprintf(`sed -i 's/^ListenAddress %[1]s:22$/ListenAddress %[1]s/' /etc/ssh/sshd_config.d/zz-lcm-testhost.conf && kill -HUP $(cat /run/sshd.pid)`, h.Host)); err != nil {
+	if out, err := rootRun(t, h, fmt.Sprintf(`sed -i 's/^ListenAddress %[1]s:22$/ListenAddress %[1]s/' /etc/ssh/sshd_config.d/zz-lcm-testhost.conf && `, h.Host)+testutil.ReloadSSHD); err != nil {
 		t.Fatalf("%v %s", err, out)
 	}
-	time.Sleep(500 * time.Millisecond)
 	for _, port := range []int{2222, 22} {
 		j, err := p.Fleet.SetSSHPort(ctx, p.Admin, srv.ID, port)
 		if err != nil {

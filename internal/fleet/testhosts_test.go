@@ -75,7 +75,7 @@ func readAll(t *testing.T, p *plane.Plane, pr *domain.Principal, id string) stri
 		if o.Complete {
 			return b.String()
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // polling the output, not waiting for time to pass
 	}
 	t.Fatalf("output of %s never complete", id)
 	return ""
@@ -110,6 +110,7 @@ func follow(t *testing.T, p *plane.Plane, pr *domain.Principal, id string) (stri
 // security upgrade against a real Debian test host.
 func TestJoinAndUpgradeSecurityOnTestHost(t *testing.T) {
 	h := testutil.TestHostAt(t, 2)
+	testutil.LockTestHost(t, h) // internal/testutil's own test reads host 2
 	testutil.ResetTestHost(t, h)
 	defer testutil.ResetTestHost(t, h)
 	p := plane.Start(t, plane.Options{})

@@ -102,6 +102,9 @@ func TestOverrides(t *testing.T) {
 // TestSetOverridesReschedules: a validated change is stored and the
 // leader reschedules by it at once; a change stored elsewhere (another
 // replica) is picked up at the next renewal; bad input stores nothing.
+// A second task, "clock", runs every second throughout: the test waits for
+// its runs, not for wall-clock time, to know the scheduler had the chance
+// to run "tick" and did not.
 func TestSetOverridesReschedules(t *testing.T) {
 	ctx := context.Background()
 	b, err := bus.Open(ctx, bus.Options{DataDir: t.TempDir(), Logger: quiet})
@@ -118,9 +121,13 @@ func TestSetOverridesReschedules(t *testing.T) {
 		stored = map[string]schedule.Override{}
 		saves  atomic.Int32
 		runs   atomic.Int64
+		clock  atomic.Int64
 	)
 	s := schedule.New(schedule.Options{Lease: l, RenewEvery: time.Hour, Log: quiet, // renewals never come: only the poke reloads
-		Tasks: []schedule.Task{{Name: "tick", Spec: "@every 1h", Enabled: true, Run: func(context.Context) error { runs.Add(1); return nil }}},
+		Tasks: []schedule.Task{
+			{Name: "tick", Spec: "@every 1h", Enabled: true, Run: func(context.Context) error { runs.Add(1); return nil }},
+			{Name: "clock", Spec: "* * * * * *", Enabled: true, Run: func(context.Context) error { clock.Add(1); return nil }},
+		},
 		Overrides: func(context.Context) (map[string]schedule.Override, error) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -149,12 +156,12 @@ func TestSetOverridesReschedules(t *testing.T) {
 	if saves.Load() != 0 {
 		t.Fatal("invalid overrides were stored")
 	}
-	time.Sleep(300 * time.Millisecond)
+	waitClock(t, &clock, 2)
 	if runs.Load() != 0 {
 		t.Fatal("an hourly task ran")
 	}
 	views, err := s.SetOverrides(ctx, nil, map[string]schedule.Override{"tick": {Spec: "* * * * * *"}})
-	if err != nil || len(views) != 1 || views[0].Spec != "* * * * * *" || views[0].DefaultSpec != "@every 1h" || !views[0].Enabled {
+	if err != nil || len(views) != 2 || views[0].Spec != "* * * * * *" || views[0].DefaultSpec != "@every 1h" || !views[0].Enabled {
 		t.Fatalf("views %+v %v", views, err)
 	}
 	testutil.WaitFor(t, 5*time.Second, "the leader runs the task on its new every-second spec", func() bool { return runs.Load() >= 2 })
@@ -162,12 +169,14 @@ func TestSetOverridesReschedules(t *testing.T) {
 	if _, err := s.SetOverrides(ctx, nil, map[string]schedule.Override{"tick": {Spec: "* * * * * *", Enabled: &off}}); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(1500 * time.Millisecond) // a run already started may finish
-	n := runs.Load()
-	time.Sleep(2 * time.Second)
-	if runs.Load() != n {
-		t.Fatal("a disabled task kept running")
-	}
+	// Disabled: within a few seconds "tick" misses two every-second slots
+	// in a row that "clock" runs in (a run started before the change may
+	// still count once).
+	testutil.WaitFor(t, 10*time.Second, "the disabled task stops running", func() bool {
+		n := runs.Load()
+		waitClock(t, &clock, 2)
+		return runs.Load() == n
+	})
 	tasks, err := s.Tasks(ctx)
 	if err != nil || tasks[0].Enabled {
 		t.Fatalf("tasks %+v %v", tasks, err)
@@ -189,22 +198,34 @@ func TestChangeOnAnotherReplicaIsPickedUp(t *testing.T) {
 	}
 	var spec atomic.Value
 	spec.Store("@every 1h")
-	var runs atomic.Int64
+	var runs, reads atomic.Int64
 	s := schedule.New(schedule.Options{Lease: l, RenewEvery: 200 * time.Millisecond, Log: quiet,
 		Tasks: []schedule.Task{{Name: "tick", Spec: "@every 1h", Enabled: true, Run: func(context.Context) error { runs.Add(1); return nil }}},
 		Overrides: func(context.Context) (map[string]schedule.Override, error) {
-			return map[string]schedule.Override{"tick": {Spec: spec.Load().(string)}}, nil
+			sp := spec.Load().(string)
+			reads.Add(1) // after the load: a counted read returned sp
+			return map[string]schedule.Override{"tick": {Spec: sp}}, nil
 		}})
 	c, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { defer close(done); s.Run(c) }()
 	t.Cleanup(func() { cancel(); <-done })
-	time.Sleep(500 * time.Millisecond)
+	// The leader schedules by the hourly spec first (it read the setting),
+	// so what follows is a change it must pick up at a renewal.
+	testutil.WaitFor(t, 10*time.Second, "the leader reads the schedule", func() bool { return reads.Load() >= 1 })
 	spec.Store("* * * * * *") // stored by another replica's SetOverrides
 	testutil.WaitFor(t, 5*time.Second, "the leader reschedules at a renewal", func() bool { return runs.Load() >= 2 })
 	if _, err := s.SetOverrides(ctx, nil, nil); err == nil {
 		t.Fatal("SetOverrides without SaveOverrides succeeded")
 	}
+}
+
+// waitClock waits until the every-second task counted by clock has run n
+// more times.
+func waitClock(t *testing.T, clock *atomic.Int64, n int64) {
+	t.Helper()
+	from := clock.Load()
+	testutil.WaitFor(t, 10*time.Second, "the every-second task runs", func() bool { return clock.Load() >= from+n })
 }
 
 type panics struct{ n atomic.Int64 }

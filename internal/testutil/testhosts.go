@@ -201,6 +201,18 @@ func waitTCP(addr string, timeout time.Duration) bool {
 	}
 }
 
+// ReloadSSHD is a command for a root shell on a test host: SIGHUP to sshd,
+// then wait (up to 30 s) until the re-executed sshd has written its pid
+// file again. sshd writes it after binding its listeners and installing
+// its signal handlers, so from then on it answers new connections with the
+// new configuration and survives the next SIGHUP (one sent earlier would
+// kill it). Tests that change sshd's configuration run it instead of
+// sleeping after `kill -HUP`.
+const ReloadSSHD = `p=/run/sshd.pid; old=$(stat -c %y "$p"); kill -HUP "$(cat "$p")"; i=0; ` +
+	`while [ "$(stat -c %y "$p" 2>/dev/null)" = "$old" ] || [ ! -s "$p" ]; do ` +
+	`i=$((i+1)); if [ "$i" -gt 300 ]; then echo "sshd did not write $p again within 30 s of its SIGHUP" >&2; exit 1; fi; ` +
+	`sleep 0.1; done`
+
 // ResetTestHost puts h back to the pristine base image (clears its overlay,
 // restarts its sshd; host keys and credentials stay the same). It needs
 // root; without it the test is marked unavailable.

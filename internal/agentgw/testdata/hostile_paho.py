@@ -69,7 +69,15 @@ def client(client_id, username=None, password=None, protocol=mqtt.MQTTv5):
 def wait(c, cond, timeout=TIMEOUT):
     end = time.time() + timeout
     while time.time() < end and not cond():
-        c.loop(timeout=0.05)
+        try:
+            c.loop(timeout=0.05)
+        except OSError as e:  # ssl.SSLError is one
+            # The gateway shut the connection while paho answered it (its
+            # WebSocket layer replies to the close frame on a socket TLS has
+            # already seen end): the connection is closed, whichever of the
+            # two paho noticed first.
+            c.state["disconnected"] = True
+            c.state.setdefault("disconnect_error", str(e))
     return cond()
 
 
