@@ -26,22 +26,38 @@ import (
 //go:embed openapi/*.yaml
 var openapiFS embed.FS
 
+// What a running server keeps of the document: the JSON it serves and the
+// nullable index bindJSON consults. The parsed document (~9 MiB of heap
+// for ~250 operations) is not kept: a heap profile of an idle lcm-api
+// after a fleet-wide run found it to be a third of the live heap
+// (docs/benchmarks.md "What an idle lcm-api holds").
 var (
 	openapiOnce sync.Once
-	openapiDoc  *openapi3.T
 	openapiJSON []byte
+	nullableOps map[string]map[string]bool
 	openapiErr  error
 )
 
-// OpenAPI returns the merged document.
-func OpenAPI() (*openapi3.T, error) {
+// OpenAPI parses and returns the merged document. Each call parses it
+// anew (tests and validation); the server itself uses served().
+func OpenAPI() (*openapi3.T, error) { return loadOpenAPI() }
+
+// served loads the document once and keeps only its JSON and the
+// nullable index.
+func served() ([]byte, error) {
 	openapiOnce.Do(func() {
-		openapiDoc, openapiErr = loadOpenAPI()
-		if openapiErr == nil {
-			openapiJSON, openapiErr = json.Marshal(openapiDoc)
+		doc, err := loadOpenAPI()
+		if err != nil {
+			openapiErr = err
+			return
 		}
+		if openapiJSON, err = json.Marshal(doc); err != nil {
+			openapiErr = err
+			return
+		}
+		nullableOps = nullableIndex(doc)
 	})
-	return openapiDoc, openapiErr
+	return openapiJSON, openapiErr
 }
 
 func loadOpenAPI() (*openapi3.T, error) {
@@ -126,44 +142,43 @@ func ValidateOpenAPI(ctx context.Context) error {
 }
 
 func (s *Server) getOpenAPI(c *gin.Context) {
-	if _, err := OpenAPI(); err != nil {
+	data, err := served()
+	if err != nil {
 		s.respondError(c, err)
 		return
 	}
-	c.Data(http.StatusOK, "application/json", openapiJSON)
+	c.Data(http.StatusOK, "application/json", data)
 }
-
-var (
-	nullableOnce sync.Once
-	nullableOps  map[string]map[string]bool
-)
 
 // documentedNullable returns, for the operation a request matched (gin's
 // route path), its JSON body's top-level properties and whether each may
 // be null; nil when the document describes no such body.
 func documentedNullable(method, ginPath string) map[string]bool {
-	nullableOnce.Do(func() {
-		nullableOps = map[string]map[string]bool{}
-		doc, err := OpenAPI()
-		if err != nil {
-			return
-		}
-		for path, item := range doc.Paths.Map() {
-			for m, op := range item.Operations() {
-				if op.RequestBody == nil || op.RequestBody.Value == nil {
-					continue
-				}
-				mt := op.RequestBody.Value.Content.Get("application/json")
-				if mt == nil || mt.Schema == nil || mt.Schema.Value == nil || len(mt.Schema.Value.Properties) == 0 {
-					continue
-				}
-				props := map[string]bool{}
-				for name, p := range mt.Schema.Value.Properties {
-					props[name] = p.Value == nil || p.Value.Nullable || p.Value.Type.IncludesNull()
-				}
-				nullableOps[strings.ToUpper(m)+" "+path] = props
-			}
-		}
-	})
+	if _, err := served(); err != nil {
+		return nil
+	}
 	return nullableOps[method+" "+Route{Path: ginPath}.OpenAPIPath()]
+}
+
+// nullableIndex maps "METHOD /path" to the JSON body's top-level
+// properties and whether each may be null.
+func nullableIndex(doc *openapi3.T) map[string]map[string]bool {
+	ops := map[string]map[string]bool{}
+	for path, item := range doc.Paths.Map() {
+		for m, op := range item.Operations() {
+			if op.RequestBody == nil || op.RequestBody.Value == nil {
+				continue
+			}
+			mt := op.RequestBody.Value.Content.Get("application/json")
+			if mt == nil || mt.Schema == nil || mt.Schema.Value == nil || len(mt.Schema.Value.Properties) == 0 {
+				continue
+			}
+			props := map[string]bool{}
+			for name, p := range mt.Schema.Value.Properties {
+				props[name] = p.Value == nil || p.Value.Nullable || p.Value.Type.IncludesNull()
+			}
+			ops[strings.ToUpper(m)+" "+path] = props
+		}
+	}
+	return ops
 }

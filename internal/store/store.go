@@ -118,6 +118,10 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		// connections still lets WAL readers run beside the writer.
 		sqlDB.SetMaxOpenConns(8)
 		sqlDB.SetMaxIdleConns(8)
+		// An idle connection keeps its page cache (up to 2 MiB) and
+		// statement cache in the driver's own memory; closing it after a
+		// minute unused hands that back once a fleet-wide run is over.
+		sqlDB.SetConnMaxIdleTime(time.Minute)
 	}
 	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
