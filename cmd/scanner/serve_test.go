@@ -23,15 +23,13 @@ import (
 // and its own listener serves /healthz and /metrics with the scanner's
 // figures.
 func TestServeAsAContainerWould(t *testing.T) {
-	srv := bustest.StartScannerServer(t)
+	srv := bustest.StartScanner(t)
 	api := srv.API
-	dir := t.TempDir()
-	ca, pw := filepath.Join(dir, "ca.pem"), filepath.Join(dir, "nats_password")
-	os.WriteFile(ca, []byte(srv.CertPEM), 0o600)
+	pw := filepath.Join(t.TempDir(), "nats_password")
 	os.WriteFile(pw, []byte(bustest.ScannerPassword+"\n"), 0o600)
 	metricsAddr := fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t))
-	for k, v := range map[string]string{"LCM_SCANNER_NATS_URL": "tls://" + srv.Listen, "LCM_SCANNER_NATS_USER": bustest.ScannerUser,
-		"LCM_SCANNER_NATS_CA": ca, "LCM_SCANNER_NATS_PASSWORD_FILE": pw, "LCM_SCANNER_DB": vulndbtest.Build(t),
+	for k, v := range map[string]string{"LCM_SCANNER_NATS_URL": srv.URL, "LCM_SCANNER_NATS_USER": bustest.ScannerUser,
+		"LCM_SCANNER_NATS_CA": srv.CAFile, "LCM_SCANNER_NATS_PASSWORD_FILE": pw, "LCM_SCANNER_DB": vulndbtest.Build(t),
 		"LCM_SCANNER_METRICS_ADDR": metricsAddr, "LCM_SCANNER_CONCURRENCY": "3"} {
 		t.Setenv(k, v)
 	}

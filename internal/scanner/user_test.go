@@ -24,9 +24,9 @@ import (
 // result through the object store too), and what the account must not do
 // is refused.
 func TestScannerUserServesUnderLeastPrivilege(t *testing.T) {
-	srv := bustest.StartScannerServer(t)
+	srv := bustest.StartScanner(t)
 	api := srv.API
-	sb, err := bus.Connect(context.Background(), bus.ClientOptions{URL: "tls://" + srv.Listen, User: bustest.ScannerUser, Password: bustest.ScannerPassword,
+	sb, err := bus.Connect(context.Background(), bus.ClientOptions{URL: srv.URL, User: bustest.ScannerUser, Password: bustest.ScannerPassword,
 		TLS: srv.ClientTLS(t), Name: "lcm-scanner"})
 	if err != nil {
 		t.Fatal(err)

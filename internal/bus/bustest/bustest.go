@@ -9,6 +9,8 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/lcmproject/lcm/internal/bus"
@@ -17,28 +19,33 @@ import (
 	"github.com/lcmproject/lcm/internal/tlscert"
 )
 
-// The scanner's account on a ScannerServer.
+// The scanner's account on a server from StartScanner.
 const (
 	ScannerUser     = "scanner"
 	ScannerPassword = "scanner-pass"
 )
 
-// ScannerServer is an embedded NATS server listening with TLS on
-// 127.0.0.1 with two accounts: "api" (bus.FullUser) and ScannerUser
-// (bus.ScannerUser).
-type ScannerServer struct {
+// Server is lcm-api's embedded NATS as a scaled deployment runs it:
+// listening with TLS on 127.0.0.1, the API's full user "api" and one
+// least-privilege user, every stream and bucket created (bus.Open as
+// lcm-api does).
+type Server struct {
 	// API is the server's own connection, as the "api" account.
 	API *bus.Bus
-	// Listen is the host:port clients dial (URL "tls://" + Listen).
+	// URL is what clients dial: "tls://" + Listen.
+	URL    string
 	Listen string
 	// CertPEM is the server's self-signed certificate, the CA a client
-	// trusts.
+	// trusts; CAFile holds it for clients configured with a path.
 	CertPEM string
+	CAFile  string
 }
 
-// StartScannerServer starts a ScannerServer that stops when the test ends.
-func StartScannerServer(t testing.TB) *ScannerServer {
+// Start starts a Server with the least-privilege account user (e.g.
+// bus.ScannerUser, bus.AgentGatewayUser); it stops when the test ends.
+func Start(t testing.TB, user bus.User) *Server {
 	t.Helper()
+	dir := t.TempDir()
 	certPEM, keyPEM, err := tlscert.Generate("127.0.0.1")
 	if err != nil {
 		t.Fatal(err)
@@ -47,19 +54,30 @@ func StartScannerServer(t testing.TB) *ScannerServer {
 	if err != nil {
 		t.Fatal(err)
 	}
+	caFile := filepath.Join(dir, "nats-ca.pem")
+	if err := os.WriteFile(caFile, []byte(certPEM), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	listen := fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t))
-	api, err := bus.Open(context.Background(), bus.Options{DataDir: t.TempDir(), Listen: listen, User: "api", Password: "api-pass",
+	api, err := bus.Open(context.Background(), bus.Options{DataDir: dir, Listen: listen, User: "api", Password: "api-pass",
 		TLS:   &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12},
-		Users: []bus.User{bus.FullUser("api", "api-pass"), bus.ScannerUser(ScannerUser, ScannerPassword)}})
+		Users: []bus.User{bus.FullUser("api", "api-pass"), user}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { api.Close() })
-	return &ScannerServer{API: api, Listen: listen, CertPEM: certPEM}
+	return &Server{API: api, URL: "tls://" + listen, Listen: listen, CertPEM: certPEM, CAFile: caFile}
+}
+
+// StartScanner starts a Server whose least-privilege account is the
+// scanner's: bus.ScannerUser(ScannerUser, ScannerPassword).
+func StartScanner(t testing.TB) *Server {
+	t.Helper()
+	return Start(t, bus.ScannerUser(ScannerUser, ScannerPassword))
 }
 
 // ClientTLS is the TLS configuration of a client that trusts the server.
-func (s *ScannerServer) ClientTLS(t testing.TB) *tls.Config {
+func (s *Server) ClientTLS(t testing.TB) *tls.Config {
 	t.Helper()
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM([]byte(s.CertPEM)) {
