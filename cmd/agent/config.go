@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 
 	"github.com/lcmproject/lcm/pkg/agentproto"
 )
@@ -56,37 +55,10 @@ func loadConfig(path string) (config, error) {
 	return c, nil
 }
 
+// configJSON writes the config 0600 in a 0700 directory (it holds the
+// agent secret), fsynced before the rename: losing it means enrolling again.
+var configJSON = jsonFile{perm: 0o600, dirPerm: 0o700, pattern: ".agent-*.json", sync: true}
+
 // saveConfig writes the config atomically (temp file, fsync, rename) with
 // mode 0600, creating its directory with 0700.
-func saveConfig(path string, c config) error {
-	b, err := json.MarshalIndent(c, "", "  ")
-	if err != nil {
-		return err
-	}
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(dir, ".agent-*.json")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp)
-	if err := f.Chmod(0o600); err != nil {
-		f.Close()
-		return err
-	}
-	if _, err := f.Write(append(b, '\n')); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
-}
+func saveConfig(path string, c config) error { return configJSON.writeJSON(path, c) }

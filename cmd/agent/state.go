@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"sync"
 	"syscall"
 	"time"
@@ -88,33 +87,12 @@ func (f *stateFile) remove() {
 	_ = os.Remove(f.path)
 }
 
-func writeState(path string, st runState) error {
-	b, err := json.MarshalIndent(st, "", "  ")
-	if err != nil {
-		return err
-	}
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(dir, ".state-*.json")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return err
-	}
-	if _, err := tmp.Write(append(b, '\n')); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
-}
+// stateJSON writes the state file world-readable (it holds no
+// secret) and without fsync: it lives on tmpfs and is rewritten on every
+// contact.
+var stateJSON = jsonFile{perm: 0o644, dirPerm: 0o755, pattern: ".state-*.json"}
+
+func writeState(path string, st runState) error { return stateJSON.writeJSON(path, st) }
 
 // errNoState: no state file, so no agent has run since boot (or it
 // stopped cleanly).

@@ -23,7 +23,7 @@ import (
 // gracefully with exit code 70 for its supervisor to start it afresh.
 func TestTenPanicsRestartTheGateway(t *testing.T) {
 	dir := t.TempDir()
-	_, natsURL, caFile := leastPrivilegeNATS(t, dir)
+	_, natsURL, caFile := leastPrivilegeNATS(t)
 	certPEM, keyPEM, err := tlscert.Generate("127.0.0.1")
 	if err != nil {
 		t.Fatal(err)

@@ -21,7 +21,7 @@ import (
 	"github.com/lcmproject/lcm/internal/agentgw"
 	"github.com/lcmproject/lcm/internal/agentsim"
 	"github.com/lcmproject/lcm/internal/bus"
-	_ "github.com/lcmproject/lcm/internal/bus/natsembed"
+	"github.com/lcmproject/lcm/internal/bus/bustest"
 	"github.com/lcmproject/lcm/internal/remote"
 	"github.com/lcmproject/lcm/internal/testutil"
 	"github.com/lcmproject/lcm/internal/tlscert"
@@ -93,7 +93,7 @@ func TestFlagsRequired(t *testing.T) {
 // clean stop.
 func TestServesAgentListener(t *testing.T) {
 	dir := t.TempDir()
-	api, natsURL, caFile := leastPrivilegeNATS(t, dir)
+	api, natsURL, caFile := leastPrivilegeNATS(t)
 	certPEM, keyPEM, err := tlscert.Generate("127.0.0.1")
 	if err != nil {
 		t.Fatal(err)
@@ -237,37 +237,17 @@ const (
 // the API's full user plus the gateway's restricted one, with every stream
 // and bucket created (bus.Open as lcm-api does). It returns the API's bus,
 // the URL and the CA file to trust.
-func leastPrivilegeNATS(t *testing.T, dir string) (*bus.Bus, string, string) {
+func leastPrivilegeNATS(t *testing.T) (*bus.Bus, string, string) {
 	t.Helper()
-	certPEM, keyPEM, err := tlscert.Generate("127.0.0.1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pair, err := tls.X509KeyPair([]byte(certPEM), []byte(keyPEM))
-	if err != nil {
-		t.Fatal(err)
-	}
-	caFile := filepath.Join(dir, "nats-ca.pem")
-	if err := os.WriteFile(caFile, []byte(certPEM), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	listen := fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t))
-	b, err := bus.Open(context.Background(), bus.Options{DataDir: dir, Listen: listen, User: "api", Password: "api-pass",
-		TLS:   &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12},
-		Users: []bus.User{bus.FullUser("api", "api-pass"), bus.AgentGatewayUser(gwUser, gwPassword)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
-	return b, "tls://" + listen, caFile
+	srv := bustest.Start(t, bus.AgentGatewayUser(gwUser, gwPassword))
+	return srv.API, srv.URL, srv.CAFile
 }
 
 // TestGatewayUserIsLeastPrivilege connects with the gateway's NATS account
 // and tries what it must not do: publish on job subjects, read job events,
 // create or delete streams, open other buckets. The server refuses each.
 func TestGatewayUserIsLeastPrivilege(t *testing.T) {
-	dir := t.TempDir()
-	api, url, caFile := leastPrivilegeNATS(t, dir)
+	api, url, caFile := leastPrivilegeNATS(t)
 	perr := make(chan error, 16)
 	nc, err := nats.Connect(url, nats.UserInfo(gwUser, gwPassword), nats.RootCAs(caFile),
 		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { perr <- err }))
@@ -434,7 +414,7 @@ func startGateway(t *testing.T, natsURL, caFile string) (string, string) {
 // from the control plane reaches each agent through whichever gateway it
 // is connected to, also after it moved from one to the other.
 func TestSeveralGateways(t *testing.T) {
-	api, natsURL, caFile := leastPrivilegeNATS(t, t.TempDir())
+	api, natsURL, caFile := leastPrivilegeNATS(t)
 	creds, err := api.AgentCredentials(context.Background())
 	if err != nil {
 		t.Fatal(err)

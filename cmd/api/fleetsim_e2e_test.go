@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"net"
 	"net/http"
 	"os"
@@ -93,54 +94,38 @@ type e2eServer struct {
 // ids in host order.
 func onboardSim(t *testing.T, a *testutil.API, token string, hosts []simHost) []string {
 	t.Helper()
-	ids := make([]string, len(hosts))
-	jobs := make([]string, len(hosts))
-	var wg sync.WaitGroup
-	errs := make(chan string, len(hosts))
-	sem := make(chan struct{}, 8)
-	for i, h := range hosts {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			host, port, _ := net.SplitHostPort(h.Addr)
-			p, _ := strconv.Atoi(port)
-			var probe struct {
-				FingerprintSHA256 string `json:"fingerprint_sha256"`
-				HostKey           string `json:"host_key"`
-			}
-			resp, body := a.Do("POST", "/api/v1/servers/probe", token, map[string]any{"host": host, "port": p}, &probe)
-			if resp.StatusCode != http.StatusOK || probe.FingerprintSHA256 != h.Fingerprint {
-				errs <- "probe " + h.Addr + ": " + string(body)
-				return
-			}
-			var joined struct {
-				JobID  string `json:"job_id"`
-				Server struct {
-					ID string `json:"id"`
-				} `json:"server"`
-			}
-			resp, body = a.Do("POST", "/api/v1/servers/join", token, map[string]any{
-				"name": "sim-" + strconv.Itoa(h.Index), "host": host, "port": p, "username": "debian", "auth": "password",
-				"password": "bootstrap-secret", "host_key": probe.HostKey,
-			}, &joined)
-			if resp.StatusCode != http.StatusAccepted {
-				errs <- "join " + h.Addr + ": " + string(body)
-				return
-			}
-			ids[i], jobs[i] = joined.Server.ID, joined.JobID
-		}()
+	join := func(i int) (string, string, error) {
+		h := hosts[i]
+		host, port, _ := net.SplitHostPort(h.Addr)
+		p, _ := strconv.Atoi(port)
+		var probe struct {
+			FingerprintSHA256 string `json:"fingerprint_sha256"`
+			HostKey           string `json:"host_key"`
+		}
+		resp, body := a.Do("POST", "/api/v1/servers/probe", token, map[string]any{"host": host, "port": p}, &probe)
+		if resp.StatusCode != http.StatusOK || probe.FingerprintSHA256 != h.Fingerprint {
+			return "", "", errors.New("probe " + h.Addr + ": " + string(body))
+		}
+		var joined struct {
+			JobID  string `json:"job_id"`
+			Server struct {
+				ID string `json:"id"`
+			} `json:"server"`
+		}
+		resp, body = a.Do("POST", "/api/v1/servers/join", token, map[string]any{
+			"name": "sim-" + strconv.Itoa(h.Index), "host": host, "port": p, "username": "debian", "auth": "password",
+			"password": "bootstrap-secret", "host_key": probe.HostKey,
+		}, &joined)
+		if resp.StatusCode != http.StatusAccepted {
+			return "", "", errors.New("join " + h.Addr + ": " + string(body))
+		}
+		return joined.Server.ID, joined.JobID, nil
 	}
-	wg.Wait()
-	close(errs)
-	for e := range errs {
-		t.Fatal(e)
-	}
-	for _, j := range jobs {
-		waitJob(t, a, token, j, "success")
-	}
-	return ids
+	return testutil.JoinAndWait(t, len(hosts), 8, join, func(jobs []string) {
+		for _, j := range jobs {
+			waitJob(t, a, token, j, "success")
+		}
+	})
 }
 
 // TestFleetsimOnboardAndUpgradeE2E: the real lcm-api binary onboards a

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -19,11 +18,10 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/lcmproject/lcm/internal/bus"
-	_ "github.com/lcmproject/lcm/internal/bus/natsembed"
+	"github.com/lcmproject/lcm/internal/bus/bustest"
 	"github.com/lcmproject/lcm/internal/sbom"
 	"github.com/lcmproject/lcm/internal/scanner"
 	"github.com/lcmproject/lcm/internal/testutil"
-	"github.com/lcmproject/lcm/internal/tlscert"
 	"github.com/lcmproject/lcm/internal/vulndb/vulndbtest"
 )
 
@@ -67,32 +65,12 @@ func scannerBinary(t *testing.T) string {
 // least-privilege one (bus.ScannerUser), streams and buckets created.
 func listeningNATS(t *testing.T) (*bus.Bus, string, string) {
 	t.Helper()
-	dir := t.TempDir()
-	certPEM, keyPEM, err := tlscert.Generate("127.0.0.1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pair, err := tls.X509KeyPair([]byte(certPEM), []byte(keyPEM))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca := filepath.Join(dir, "nats-ca.pem")
-	if err := os.WriteFile(ca, []byte(certPEM), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	listen := fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t))
-	b, err := bus.Open(context.Background(), bus.Options{DataDir: dir, Listen: listen, User: "api", Password: "api-pass",
-		TLS:   &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12},
-		Users: []bus.User{bus.FullUser("api", "api-pass"), bus.ScannerUser(scanUser, scanPassword)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
+	srv := bustest.Start(t, bus.ScannerUser(scanUser, scanPassword))
 	// lcm-api creates the object store of uploaded exports at start.
-	if _, err := scanner.VulnDBStore(context.Background(), b); err != nil {
+	if _, err := scanner.VulnDBStore(context.Background(), srv.API); err != nil {
 		t.Fatal(err)
 	}
-	return b, "tls://" + listen, ca
+	return srv.API, srv.URL, srv.CAFile
 }
 
 type scannerProc struct {

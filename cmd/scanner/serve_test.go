@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,11 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lcmproject/lcm/internal/bus"
-	_ "github.com/lcmproject/lcm/internal/bus/natsembed"
+	"github.com/lcmproject/lcm/internal/bus/bustest"
 	"github.com/lcmproject/lcm/internal/scanner"
 	"github.com/lcmproject/lcm/internal/testutil"
-	"github.com/lcmproject/lcm/internal/tlscert"
 	"github.com/lcmproject/lcm/internal/vulndb/vulndbtest"
 )
 
@@ -26,29 +23,13 @@ import (
 // and its own listener serves /healthz and /metrics with the scanner's
 // figures.
 func TestServeAsAContainerWould(t *testing.T) {
-	dir := t.TempDir()
-	certPEM, keyPEM, err := tlscert.Generate("127.0.0.1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pair, err := tls.X509KeyPair([]byte(certPEM), []byte(keyPEM))
-	if err != nil {
-		t.Fatal(err)
-	}
-	listen := fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t))
-	api, err := bus.Open(context.Background(), bus.Options{DataDir: dir, Listen: listen, User: "api", Password: "api-pass",
-		TLS:   &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12},
-		Users: []bus.User{bus.FullUser("api", "api-pass"), bus.ScannerUser("scanner", "scanner-pass")}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { api.Close() })
-	ca, pw := filepath.Join(dir, "ca.pem"), filepath.Join(dir, "nats_password")
-	os.WriteFile(ca, []byte(certPEM), 0o600)
-	os.WriteFile(pw, []byte("scanner-pass\n"), 0o600)
+	srv := bustest.StartScanner(t)
+	api := srv.API
+	pw := filepath.Join(t.TempDir(), "nats_password")
+	os.WriteFile(pw, []byte(bustest.ScannerPassword+"\n"), 0o600)
 	metricsAddr := fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t))
-	for k, v := range map[string]string{"LCM_SCANNER_NATS_URL": "tls://" + listen, "LCM_SCANNER_NATS_USER": "scanner",
-		"LCM_SCANNER_NATS_CA": ca, "LCM_SCANNER_NATS_PASSWORD_FILE": pw, "LCM_SCANNER_DB": vulndbtest.Build(t),
+	for k, v := range map[string]string{"LCM_SCANNER_NATS_URL": srv.URL, "LCM_SCANNER_NATS_USER": bustest.ScannerUser,
+		"LCM_SCANNER_NATS_CA": srv.CAFile, "LCM_SCANNER_NATS_PASSWORD_FILE": pw, "LCM_SCANNER_DB": vulndbtest.Build(t),
 		"LCM_SCANNER_METRICS_ADDR": metricsAddr, "LCM_SCANNER_CONCURRENCY": "3"} {
 		t.Setenv(k, v)
 	}

@@ -2,9 +2,6 @@ package scanner_test
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,10 +11,10 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lcmproject/lcm/internal/bus"
+	"github.com/lcmproject/lcm/internal/bus/bustest"
 	"github.com/lcmproject/lcm/internal/sbom"
 	"github.com/lcmproject/lcm/internal/scanner"
 	"github.com/lcmproject/lcm/internal/testutil"
-	"github.com/lcmproject/lcm/internal/tlscert"
 	"github.com/lcmproject/lcm/internal/vulndb/vulndbtest"
 )
 
@@ -27,27 +24,10 @@ import (
 // result through the object store too), and what the account must not do
 // is refused.
 func TestScannerUserServesUnderLeastPrivilege(t *testing.T) {
-	dir := t.TempDir()
-	certPEM, keyPEM, err := tlscert.Generate("127.0.0.1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pair, err := tls.X509KeyPair([]byte(certPEM), []byte(keyPEM))
-	if err != nil {
-		t.Fatal(err)
-	}
-	listen := fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t))
-	api, err := bus.Open(context.Background(), bus.Options{DataDir: dir, Listen: listen, User: "api", Password: "api-pass",
-		TLS:   &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12},
-		Users: []bus.User{bus.FullUser("api", "api-pass"), bus.ScannerUser("scanner", "scanner-pass")}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { api.Close() })
-
-	pool := tlsPool(t, certPEM)
-	sb, err := bus.Connect(context.Background(), bus.ClientOptions{URL: "tls://" + listen, User: "scanner", Password: "scanner-pass",
-		TLS: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, Name: "lcm-scanner"})
+	srv := bustest.StartScanner(t)
+	api := srv.API
+	sb, err := bus.Connect(context.Background(), bus.ClientOptions{URL: srv.URL, User: bustest.ScannerUser, Password: bustest.ScannerPassword,
+		TLS: srv.ClientTLS(t), Name: "lcm-scanner"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,13 +98,4 @@ func TestScannerUserServesUnderLeastPrivilege(t *testing.T) {
 		e := sb.NC.LastError()
 		return e != nil && strings.Contains(e.Error(), "Permissions Violation")
 	})
-}
-
-func tlsPool(t *testing.T, certPEM string) *x509.CertPool {
-	t.Helper()
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM([]byte(certPEM)) {
-		t.Fatal("no certificate")
-	}
-	return pool
 }

@@ -85,52 +85,36 @@ func StartFleetsim(t testing.TB, logDir string, n int, args ...string) []SimHost
 // password, the host key fleetsim printed) into segment and waits until
 // every join succeeded; it returns the server ids in host order.
 func (top *Topology) Onboard(token, segment string, hosts []SimHost) []string {
-	t := top.t
-	t.Helper()
-	ids := make([]string, len(hosts))
-	jobs := make([]string, len(hosts))
-	var wg sync.WaitGroup
-	errs := make(chan string, len(hosts))
-	sem := make(chan struct{}, 16)
-	for i, h := range hosts {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			host, port, _ := net.SplitHostPort(h.Addr)
-			p, _ := strconv.Atoi(port)
-			var joined struct {
-				JobID  string `json:"job_id"`
-				Server struct {
-					ID string `json:"id"`
-				} `json:"server"`
+	top.t.Helper()
+	join := func(i int) (string, string, error) {
+		h := hosts[i]
+		host, port, _ := net.SplitHostPort(h.Addr)
+		p, _ := strconv.Atoi(port)
+		var joined struct {
+			JobID  string `json:"job_id"`
+			Server struct {
+				ID string `json:"id"`
+			} `json:"server"`
+		}
+		var r Response
+		for attempt := 0; attempt < 5; attempt++ {
+			r = top.Do("POST", "/api/v1/servers/join", token, map[string]any{
+				"name": fmt.Sprintf("%s-sim-%d", segment, h.Index), "host": host, "port": p, "username": "debian", "auth": "password",
+				"password": "bootstrap-secret", "host_key": h.HostKey, "segment": segment,
+			}, &joined)
+			if r.Err == nil && r.Code != http.StatusServiceUnavailable && r.Code != http.StatusBadGateway {
+				break
 			}
-			var r Response
-			for attempt := 0; attempt < 5; attempt++ {
-				r = top.Do("POST", "/api/v1/servers/join", token, map[string]any{
-					"name": fmt.Sprintf("%s-sim-%d", segment, h.Index), "host": host, "port": p, "username": "debian", "auth": "password",
-					"password": "bootstrap-secret", "host_key": h.HostKey, "segment": segment,
-				}, &joined)
-				if r.Err == nil && r.Code != http.StatusServiceUnavailable && r.Code != http.StatusBadGateway {
-					break
-				}
-				time.Sleep(time.Second)
-			}
-			if r.Err != nil || r.Code != http.StatusAccepted {
-				errs <- fmt.Sprintf("join %s: %d %v %.300s", h.Addr, r.Code, r.Err, r.Body)
-				return
-			}
-			ids[i], jobs[i] = joined.Server.ID, joined.JobID
-		}()
+			time.Sleep(time.Second)
+		}
+		if r.Err != nil || r.Code != http.StatusAccepted {
+			return "", "", fmt.Errorf("join %s: %d %v %.300s", h.Addr, r.Code, r.Err, r.Body)
+		}
+		return joined.Server.ID, joined.JobID, nil
 	}
-	wg.Wait()
-	close(errs)
-	for e := range errs {
-		t.Fatal(e)
-	}
-	top.WaitJobs(jobs, 10*time.Minute, "success")
-	return ids
+	return testutil.JoinAndWait(top.t, len(hosts), 16, join, func(jobs []string) {
+		top.WaitJobs(jobs, 10*time.Minute, "success")
+	})
 }
 
 // DB is a connection pool to the test database, direct (the server's own

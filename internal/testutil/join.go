@@ -1,0 +1,41 @@
+package testutil
+
+import (
+	"sync"
+	"testing"
+)
+
+// JoinAndWait onboards n hosts: it runs join for each host index, at most
+// limit at once, fails the test with the first error a join returned,
+// then hands wait the join job ids in host order (it waits until they are
+// final, through the API or the database). It returns the server ids in
+// host order.
+func JoinAndWait(t testing.TB, n, limit int, join func(i int) (serverID, jobID string, err error), wait func(jobIDs []string)) []string {
+	t.Helper()
+	ids := make([]string, n)
+	jobs := make([]string, n)
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	sem := make(chan struct{}, limit)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			id, job, err := join(i)
+			if err != nil {
+				errs <- err
+				return
+			}
+			ids[i], jobs[i] = id, job
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	wait(jobs)
+	return ids
+}
