@@ -18,15 +18,20 @@ import (
 // TestSecurityUpgradeOnStaleListsE2E is issue 24 section 1 through the
 // real binary against Debian test host 10 (127.0.0.11): on a server whose
 // package lists are days old and do not know the security suite's newest
-// releases, POST /packages/refresh and /refresh-all store the security
+// release, POST /packages/refresh and /refresh-all store the security
 // updates the host itself reports after its own apt-get update, and POST
 // /packages/upgrade-security installs them: afterwards the host's own
 // apt-get update + apt-get -s dist-upgrade shows zero pending security
-// updates, and so does the stored inventory.
+// updates, and so does the stored inventory. The host's apt uses only a
+// repository the test serves (testutil.StartStaleProbeRepo:
+// lcm-stale-probe 1.0 installed from bookworm, 1.1 in bookworm-security),
+// so exactly one security update is pending whatever Debian has published
+// that day, and no apt command needs the network.
 func TestSecurityUpgradeOnStaleListsE2E(t *testing.T) {
 	// Host 10, not 7: internal/actions' stale-lists test resets host 7 while
 	// this package runs (packages run in parallel); cmd/api's tests run one
 	// after another, so they share host 10 with the secrets test.
+	testutil.LockTestHostAt(t, 10)
 	h := testutil.TestHostAt(t, 10)
 	testutil.ResetTestHost(t, h)
 	defer testutil.ResetTestHost(t, h)
@@ -60,12 +65,20 @@ func TestSecurityUpgradeOnStaleListsE2E(t *testing.T) {
 		slices.Sort(names)
 		return names
 	}
-	// Lists fetched before the security suite's newest releases: its
+	// The host's own sources moved aside (the reset brings them back), the
+	// test's repository its only one, the probe's old version installed.
+	repo := testutil.StartStaleProbeRepo(t)
+	onHost(repo.OnlySourceScript(testutil.StaleProbe + "=" + testutil.StaleProbeRelease))
+	probeVersion := func() string {
+		t.Helper()
+		return onHost("dpkg-query -W -f='${Version}' " + testutil.StaleProbe)
+	}
+	// Lists fetched before the security suite's newest release: its
 	// index gone, every other list 10 days old.
 	const stale = `rm -f /var/lib/apt/lists/*security* /var/cache/apt/pkgcache.bin /var/cache/apt/srcpkgcache.bin
 find /var/lib/apt/lists -maxdepth 1 -type f -exec touch -d '10 days ago' {} +`
-	if len(hostSecurity()) == 0 {
-		testutil.Unavailable(t, "test host %d (%s) has no pending security updates: nothing to prove", h.Index, h.Addr)
+	if pending := hostSecurity(); !slices.Equal(pending, []string{testutil.StaleProbe}) {
+		t.Fatalf("test host %d (%s): pending security updates %v, want exactly %s", h.Index, h.Addr, pending, testutil.StaleProbe)
 	}
 
 	a := testutil.StartAPI(t, testutil.APIOptions{Dev: true})
@@ -153,6 +166,9 @@ find /var/lib/apt/lists -maxdepth 1 -type f -exec touch -d '10 days ago' {} +`
 	}
 
 	// The security upgrade on stale lists leaves nothing pending.
+	if v := probeVersion(); v != testutil.StaleProbeRelease {
+		t.Fatalf("%s %s installed before the upgrade", testutil.StaleProbe, v)
+	}
 	onHost(stale)
 	out := runJob("/packages/upgrade-security")
 	wantLines("upgrade-security", out, "lcm: package lists are 10d 0h old", "lcm: refreshing every configured apt source (apt-get update)",
@@ -162,6 +178,9 @@ find /var/lib/apt/lists -maxdepth 1 -type f -exec touch -d '10 days ago' {} +`
 	}
 	if left := hostSecurity(); len(left) != 0 {
 		t.Fatalf("after upgrade-security the host's own apt-get update + simulation shows security updates: %v\n%s", left, out)
+	}
+	if v := probeVersion(); v != testutil.StaleProbeSecurity {
+		t.Fatalf("after upgrade-security %s %s is installed, want %s\n%s", testutil.StaleProbe, v, testutil.StaleProbeSecurity, out)
 	}
 	if left := storedSecurity(); len(left) != 0 {
 		t.Fatalf("after upgrade-security the inventory stores security updates %v", left)

@@ -16,9 +16,15 @@ import (
 	"github.com/lcmproject/lcm/internal/testutil"
 )
 
-// staleListsHost is test host 7 (127.0.0.8), the list-refresh area's host.
+// staleListsHost is test host 7 (127.0.0.8), the list-refresh area's
+// host, with apt pointed at a repository only this test serves
+// (testutil.StartStaleProbeRepo: lcm-stale-probe 1.0 in bookworm, 1.1 in
+// bookworm-security) and 1.0 installed: one security update is pending
+// whatever Debian has published, and no apt command needs the network.
+// The host's own sources and lists come back with the reset.
 func staleListsHost(t *testing.T) (remote.Executor, testutil.TestHost) {
 	t.Helper()
+	testutil.LockTestHostAt(t, 7)
 	h := testutil.TestHostAt(t, 7)
 	testutil.ResetTestHost(t, h)
 	t.Cleanup(func() { testutil.ResetTestHost(t, h) })
@@ -27,6 +33,8 @@ func staleListsHost(t *testing.T) (remote.Executor, testutil.TestHost) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cl.Close() })
+	repo := testutil.StartStaleProbeRepo(t)
+	onHost(t, cl, repo.OnlySourceScript(testutil.StaleProbe+"="+testutil.StaleProbeRelease), 5*time.Minute)
 	return cl, h
 }
 
@@ -86,6 +94,14 @@ const makeListsStale = `set -e
 rm -f /var/lib/apt/lists/*security* /var/cache/apt/pkgcache.bin /var/cache/apt/srcpkgcache.bin
 find /var/lib/apt/lists -maxdepth 1 -type f -exec touch -d '10 days ago' {} +`
 
+// brokenSource is an apt source whose connection is refused at once: a
+// loopback address no test host or server uses (hosts end at
+// 127.0.0.251), port 9 (discard), where nothing listens. Not 127.0.0.1:
+// after a refused connection apt gives up on every source of that host
+// ("Could not resolve '127.0.0.1'"), and the test's repository is there;
+// only the broken source is to fail.
+const brokenSource = "http://127.0.0.254:9/debian"
+
 // aptJob runs a job kind's action the way the worker does (For, RunData)
 // on the host as a server of the apt family.
 func aptJob(t *testing.T, ex remote.Executor, kind domain.JobKind) (Result, RefreshData, string, error) {
@@ -110,6 +126,17 @@ func aptJob(t *testing.T, ex remote.Executor, kind domain.JobKind) (Result, Refr
 	return r, d, out.String(), err
 }
 
+// probeVersion is the installed version of the probe package, by dpkg
+// and by the file the package carries.
+func probeVersion(t *testing.T, ex remote.Executor) string {
+	t.Helper()
+	v := onHost(t, ex, "dpkg-query -W -f='${Version}' "+testutil.StaleProbe, time.Minute)
+	if file := strings.TrimSpace(onHost(t, ex, "cat /usr/share/"+testutil.StaleProbe+"/version", time.Minute)); file != v {
+		t.Fatalf("dpkg says %s %s, its file says %s", testutil.StaleProbe, v, file)
+	}
+	return v
+}
+
 func securityNames(inv pkgmgr.Inventory) []string {
 	var names []string
 	for _, u := range inv.Upgradable {
@@ -123,23 +150,29 @@ func securityNames(inv pkgmgr.Inventory) []string {
 
 // TestSecurityUpgradeOnStaleListsOnTestHost is issue 24's proof on a real
 // Debian 12 host: with package lists a few days old that do not know the
-// security suite's newest releases, (1) the refresh job's security count
+// security suite's newest release, (1) the refresh job's security count
 // is what the host itself reports after its own apt-get update, (2) a list
 // refresh that fails fails the security upgrade with apt's message and
 // installs nothing, and (3) the security upgrade leaves zero pending
 // security updates by the host's own fresh apt-get update + simulation.
+// The suites are the test's own (staleListsHost), so the outcome does not
+// depend on what Debian's security suite holds that day.
 func TestSecurityUpgradeOnStaleListsOnTestHost(t *testing.T) {
 	ex, _ := staleListsHost(t)
 
-	// The pristine host has security updates pending (the base is
-	// bootstrapped from the release, the security suite moves on).
+	// The host has exactly the probe's security update pending, named by
+	// apt as Debian's own security suite is.
 	pending := securityPending(t, ex, true)
-	if len(pending) == 0 {
-		testutil.Unavailable(t, "test host 7 has no pending security updates: nothing to prove")
+	if !slices.Equal(pending, []string{testutil.StaleProbe}) {
+		t.Fatalf("pending security updates %v, want exactly %s", pending, testutil.StaleProbe)
 	}
-	t.Logf("pending security updates on the pristine host: %v", pending)
+	inst := "Inst " + testutil.StaleProbe + " [" + testutil.StaleProbeRelease + "] (" + testutil.StaleProbeSecurity +
+		" Debian-Security:12/bookworm-security [all])"
+	if sim := onHost(t, ex, "LC_ALL=C apt-get -s dist-upgrade", time.Minute); !strings.Contains(sim, inst) {
+		t.Fatalf("the simulation lacks %q:\n%s", inst, sim)
+	}
 
-	// Stale lists hide them: this is what an upgrade without a list
+	// Stale lists hide it: this is what an upgrade without a list
 	// refresh decided from ("lcm: no security updates").
 	onHost(t, ex, makeListsStale, time.Minute)
 	if stale := securityPending(t, ex, false); len(stale) != 0 {
@@ -164,14 +197,15 @@ func TestSecurityUpgradeOnStaleListsOnTestHost(t *testing.T) {
 		t.Fatalf("inventory security updates %v, the host reports %v (result %+v)\n%s", inventory, host, r, out)
 	}
 
-	// (2) A broken source: the refresh fails, the job fails with apt's
-	// message, nothing is upgraded.
-	onHost(t, ex, makeListsStale+"\necho 'deb http://127.0.0.1:9/debian bookworm main' > /etc/apt/sources.list.d/lcm-test-broken.list", time.Minute)
+	// (2) A broken source beside the working ones: the refresh fails on
+	// it alone, the job fails with apt's message, nothing is upgraded.
+	onHost(t, ex, makeListsStale+"\necho 'deb "+brokenSource+" bookworm main' > /etc/apt/sources.list.d/lcm-test-broken.list", time.Minute)
 	versions := onHost(t, ex, "dpkg-query -W "+strings.Join(pending, " "), time.Minute)
 	_, _, out, err = aptJob(t, ex, domain.JobUpgradeSecurity)
 	var failed *Failed
 	if !errors.As(err, &failed) || !strings.Contains(failed.Reason, "package lists could not be refreshed (apt exited with code 100)") ||
-		!strings.Contains(failed.Reason, "E: Failed to fetch http://127.0.0.1:9/debian/dists/bookworm/InRelease") {
+		!strings.Contains(failed.Reason, "E: Failed to fetch "+brokenSource+"/dists/bookworm/InRelease") ||
+		strings.Contains(failed.Reason, "bookworm-security InRelease") {
 		t.Fatalf("upgrade-security with a broken source: err %v\n%s", err, out)
 	}
 	if strings.Contains(out, "no security updates") || strings.Contains(out, "lcm: security updates:") {
@@ -179,6 +213,9 @@ func TestSecurityUpgradeOnStaleListsOnTestHost(t *testing.T) {
 	}
 	if now := onHost(t, ex, "dpkg-query -W "+strings.Join(pending, " "), time.Minute); now != versions {
 		t.Fatalf("packages changed after a failed refresh:\nbefore %s\nafter %s", versions, now)
+	}
+	if v := probeVersion(t, ex); v != testutil.StaleProbeRelease {
+		t.Fatalf("%s %s installed after a failed refresh", testutil.StaleProbe, v)
 	}
 	t.Logf("failed refresh: %s", failed.Reason)
 
@@ -203,6 +240,9 @@ func TestSecurityUpgradeOnStaleListsOnTestHost(t *testing.T) {
 	}
 	if left := securityPending(t, ex, true); len(left) != 0 {
 		t.Fatalf("after upgrade-security the host's own apt-get update + simulation still shows security updates: %v\n%s", left, out)
+	}
+	if v := probeVersion(t, ex); v != testutil.StaleProbeSecurity {
+		t.Fatalf("after upgrade-security %s %s is installed, want %s\n%s", testutil.StaleProbe, v, testutil.StaleProbeSecurity, out)
 	}
 	var said []string
 	for _, l := range strings.Split(out, "\n") {
