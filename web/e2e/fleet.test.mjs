@@ -1,8 +1,10 @@
 // Add a real Debian test host through the wizard, then run upgrade-security
-// and watch its output arrive live in the console.
+// and watch its output arrive live in the console; and the wizard's plain
+// words when nothing listens on the SSH port.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startApi, launch, uiLogin, testHosts, requireOrSkip, shot } from './helpers.mjs';
+import net from 'node:net';
+import { startApi, launch, uiLogin, testHosts, requireOrSkip, shot, freePort, expectNoAxeViolationsBothThemes } from './helpers.mjs';
 
 test('add a server (probe → fingerprint → join) and run upgrade-security with live output', { timeout: 600000 }, async (t) => {
   const th = testHosts();
@@ -61,6 +63,48 @@ test('add a server (probe → fingerprint → join) and run upgrade-security wit
     assert.ok(sawLive, 'output was visible while the job was running');
     // A host already patched by an earlier run reports "no security updates".
     assert.match(out, /security upgrade|Reading package lists|Unpacking|Setting up/i);
+  } finally {
+    await b.close();
+    await api.stop();
+  }
+});
+
+/** The error code of a TCP connection attempt to 127.0.0.1:port ('' when it connected). */
+function connectError(port) {
+  return new Promise((resolve) => {
+    const c = net.connect({ host: '127.0.0.1', port });
+    c.once('connect', () => { c.destroy(); resolve(''); });
+    c.once('error', (e) => resolve(e.code));
+  });
+}
+
+test('the wizard says in plain words that nothing listens on the SSH port', { timeout: 120000 }, async () => {
+  // A port nobody listens on, proven closed before and after the probe
+  // (so the refusal the page explains is the one this test arranged).
+  const port = await freePort();
+  assert.equal(await connectError(port), 'ECONNREFUSED', `127.0.0.1:${port} must be closed`);
+  const api = await startApi({ dev: true });
+  const b = await launch();
+  try {
+    const { page } = b;
+    await uiLogin(page, api.base, 'admin', api.adminPassword);
+    await page.getByRole('heading', { name: 'Dashboard' }).waitFor();
+    await page.goto(`${api.base}/#/servers/add`);
+    await page.getByLabel('Host name or IP address').fill('127.0.0.1');
+    await page.getByLabel('SSH port').fill(String(port));
+    await page.getByRole('button', { name: 'Read host key' }).click();
+    const alert = page.getByTestId('wizard-error');
+    await alert.waitFor();
+    const text = (await alert.innerText()).trim();
+    // internal/remote/explain.go's words for ECONNREFUSED, whole (the UI
+    // starts the sentence with a capital: lib/errors.ts).
+    assert.equal(text, `Connection refused on port ${port} of 127.0.0.1: is sshd running and listening on that port (systemctl status ssh), and is it the right port?`);
+    // Not a Go error chain, not the wrong diagnosis.
+    assert.doesNotMatch(text, /dial tcp|connect: |ECONNREFUSED|remote: |probe: |unreachable/i);
+    assert.equal(await alert.getAttribute('role'), 'alert');
+    assert.equal(await page.getByTestId('fingerprint').count(), 0, 'no host key step after a refused probe');
+    assert.equal(await connectError(port), 'ECONNREFUSED', `127.0.0.1:${port} stayed closed`);
+    await expectNoAxeViolationsBothThemes(page, 'add server, probe refused');
   } finally {
     await b.close();
     await api.stop();

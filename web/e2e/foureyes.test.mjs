@@ -12,81 +12,21 @@
 // axe checks every changed page in both themes.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import readline from 'node:readline';
-import { spawn, execFileSync } from 'node:child_process';
-import { startApi, launch, uiLogin, apiLogin, apiFetch, repoRoot, sleep, expectNoAxeViolations } from './helpers.mjs';
+import { launch, uiLogin, apiFetch, simulatedFleet, expectNoAxeViolationsBothThemes as bothThemes } from './helpers.mjs';
 
 const N = 3;
 
-async function startFleetsim(n) {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lcm-fleetsim-'));
-  const bin = path.join(dir, 'fleetsim');
-  execFileSync('go', ['build', '-o', bin, './cmd/fleetsim'], { cwd: repoRoot, stdio: 'inherit' });
-  const proc = spawn(bin, ['-n', String(n), '-latency', '30ms', '-packages', '100', '-upgradable', '6', '-security', '2'], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const hosts = [];
-  const rl = readline.createInterface({ input: proc.stdout });
-  for await (const line of rl) {
-    hosts.push(JSON.parse(line));
-    if (hosts.length === n) break;
-  }
-  return { hosts, stop: () => { proc.kill('SIGTERM'); fs.rmSync(dir, { recursive: true, force: true }); } };
-}
-
-async function onboard(api, auth, hosts) {
-  const ids = [];
-  const jobs = [];
-  for (const h of hosts) {
-    const [host, port] = h.addr.split(':');
-    const probe = await apiFetch(api.base, '/api/v1/servers/probe', { method: 'POST', headers: auth, body: { host, port: Number(port) } });
-    const join = await apiFetch(api.base, '/api/v1/servers/join', { method: 'POST', headers: auth, body: {
-      name: `sim-${String(h.index).padStart(2, '0')}`, host, port: Number(port), username: 'debian', auth: 'password', password: 'bootstrap', host_key: probe.json.host_key,
-    } });
-    assert.equal(join.status, 202, join.text);
-    ids.push(join.json.server.id);
-    jobs.push(join.json.job_id);
-  }
-  for (const id of jobs) {
-    const deadline = Date.now() + 120000;
-    for (;;) {
-      const j = await apiFetch(api.base, `/api/v1/jobs/${id}`, { headers: auth });
-      if (j.json?.status === 'success') break;
-      assert.ok(!['failed', 'aborted', 'blocked'].includes(j.json?.status), `join ${id}: ${j.text}`);
-      assert.ok(Date.now() < deadline, `join ${id} still ${j.json?.status}`);
-      await sleep(200);
-    }
-  }
-  return ids;
-}
-
-async function bothThemes(page, label) {
-  for (const theme of ['light', 'dark']) {
-    await page.evaluate((t) => document.documentElement.setAttribute('data-theme', t), theme);
-    await expectNoAxeViolations(page, `${label} (${theme})`);
-  }
-}
-
 test('four eyes, custom action rollouts and runs, pause/resume, maintenance', { timeout: 600000 }, async () => {
-  const sim = await startFleetsim(N);
-  const api = await startApi({ dev: true });
-  const admin = await launch();
+  const fleet = await simulatedFleet(N, ['-latency', '30ms', '-packages', '100', '-upgradable', '6', '-security', '2']);
+  const { api, auth, ids, page } = fleet;
   let carolBrowser;
   try {
-    const token = await apiLogin(api, 'admin', api.adminPassword);
-    const auth = { Authorization: `Bearer ${token}` };
-    const ids = await onboard(api, auth, sim.hosts);
     const carolPw = 'Harbor-Lilac-5120!';
     const carol = await apiFetch(api.base, '/api/v1/users', { method: 'POST', headers: auth, body: {
       username: 'carol', first_name: 'Carol', last_name: 'Second', email: 'carol@example.org', password: carolPw, roles: ['admin'] } });
     assert.ok(carol.status < 300, carol.text);
     const ca = await apiFetch(api.base, '/api/v1/custom-actions', { method: 'POST', headers: auth, body: { name: 'say hi', commands: ['echo hi-from-custom'] } });
     assert.equal(ca.status, 201, ca.text);
-
-    const { page } = admin;
-    await uiLogin(page, api.base, 'admin', api.adminPassword);
-    await page.getByRole('heading', { name: 'Dashboard' }).waitFor();
 
     // 1. A rollout of the custom action on two selected servers, one per
     //    batch with a long pause: paused, resumed and aborted from its page.
@@ -188,8 +128,6 @@ test('four eyes, custom action rollouts and runs, pause/resume, maintenance', { 
     assert.equal(audit.json.items.length, 1, audit.text);
   } finally {
     if (carolBrowser) await carolBrowser.close();
-    await admin.close();
-    await api.stop();
-    sim.stop();
+    await fleet.stop();
   }
 });

@@ -1,6 +1,8 @@
 // Shared helpers for the browser tests: start the real lcm-api binary,
 // drive Debian's chromium through playwright-core (no browser download),
-// sign in, compute TOTP codes, take screenshots.
+// sign in, compute TOTP codes, take screenshots, run cmd/fleetsim and
+// onboard its hosts.
+import assert from 'node:assert/strict';
 import { spawn, execFileSync } from 'node:child_process';
 import { createHmac, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
@@ -8,6 +10,7 @@ import { createRequire } from 'node:module';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 
@@ -217,6 +220,93 @@ export async function freshTotpWindow() {
   if (left < 3000) await sleep(left + 200);
 }
 
+/**
+ * Starts cmd/fleetsim (built from this checkout) with n simulated pristine
+ * Debian hosts and waits for the line it prints for each ({index, addr,
+ * fingerprint}). flags: more of its flags, e.g. ['-latency', '30ms',
+ * '-packages', '100']. stop() ends it and removes the binary.
+ */
+export async function startFleetsim(n, flags = []) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lcm-fleetsim-'));
+  const bin = path.join(dir, 'fleetsim');
+  execFileSync('go', ['build', '-o', bin, './cmd/fleetsim'], { cwd: repoRoot, stdio: 'inherit' });
+  const proc = spawn(bin, ['-n', String(n), ...flags], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const hosts = [];
+  const rl = readline.createInterface({ input: proc.stdout });
+  for await (const line of rl) {
+    hosts.push(JSON.parse(line));
+    if (hosts.length === n) break;
+  }
+  return { hosts, stop: () => { proc.kill('SIGTERM'); fs.rmSync(dir, { recursive: true, force: true }); } };
+}
+
+/** Polls a job over the API until it succeeded; fails on failed, aborted or blocked, or after two minutes. */
+export async function waitJobSuccess(api, auth, id) {
+  const deadline = Date.now() + 120000;
+  for (;;) {
+    const j = await apiFetch(api.base, `/api/v1/jobs/${id}`, { headers: auth });
+    if (j.json?.status === 'success') return j.json;
+    assert.ok(!['failed', 'aborted', 'blocked'].includes(j.json?.status), `job ${id}: ${j.text}`);
+    assert.ok(Date.now() < deadline, `job ${id} still ${j.json?.status}`);
+    await sleep(200);
+  }
+}
+
+/**
+ * Onboards fleetsim hosts through the API as an operator would: probe (the
+ * fingerprint is the one fleetsim printed), join as sim-00, sim-01, … with
+ * the bootstrap password, then wait until every join job succeeded.
+ * Returns the servers' ids in the hosts' order.
+ */
+export async function onboardFleetsim(api, token, hosts) {
+  const auth = { Authorization: `Bearer ${token}` };
+  const ids = [];
+  const jobs = [];
+  for (const h of hosts) {
+    const [host, port] = h.addr.split(':');
+    const probe = await apiFetch(api.base, '/api/v1/servers/probe', { method: 'POST', headers: auth, body: { host, port: Number(port) } });
+    assert.equal(probe.json?.fingerprint_sha256, h.fingerprint, probe.text);
+    const join = await apiFetch(api.base, '/api/v1/servers/join', { method: 'POST', headers: auth, body: {
+      name: `sim-${String(h.index).padStart(2, '0')}`, host, port: Number(port), username: 'debian', auth: 'password', password: 'bootstrap', host_key: probe.json.host_key,
+    } });
+    assert.equal(join.status, 202, join.text);
+    ids.push(join.json.server.id);
+    jobs.push(join.json.job_id);
+  }
+  for (const id of jobs) await waitJobSuccess(api, auth, id);
+  return ids;
+}
+
+/**
+ * The prologue of the browser tests on a simulated fleet: cmd/fleetsim with
+ * n hosts (flags as for startFleetsim), a fresh lcm-api (--dev) with them
+ * onboarded, and chromium signed in as admin on the Dashboard. Returns
+ * {sim, api, b, page, token, auth, ids}; stop() closes what started, in
+ * reverse order (also when the set-up itself fails).
+ */
+export async function simulatedFleet(n, flags = []) {
+  const f = { sim: await startFleetsim(n, flags) };
+  f.stop = async () => {
+    await f.b?.close();
+    await f.api?.stop();
+    f.sim.stop();
+  };
+  try {
+    f.api = await startApi({ dev: true });
+    f.b = await launch();
+    f.page = f.b.page;
+    f.token = await apiLogin(f.api, 'admin', f.api.adminPassword);
+    f.auth = { Authorization: `Bearer ${f.token}` };
+    f.ids = await onboardFleetsim(f.api, f.token, f.sim.hosts);
+    await uiLogin(f.page, f.api.base, 'admin', f.api.adminPassword);
+    await f.page.getByRole('heading', { name: 'Dashboard' }).waitFor();
+  } catch (e) {
+    await f.stop();
+    throw e;
+  }
+  return f;
+}
+
 /** Debian test hosts from `deploy/testhosts/testhosts.sh env`, or null. */
 export function testHosts() {
   if (!process.env.LCM_TESTHOSTS || !process.env.LCM_TESTHOSTS_KEY) return null;
@@ -282,3 +372,14 @@ export async function expectNoAxeViolations(page, label, opts = {}) {
   }
 }
 
+
+/**
+ * expectNoAxeViolations in the light and the dark theme, switched on the
+ * page as it is (no reload: an open dialog or a shown error stays).
+ */
+export async function expectNoAxeViolationsBothThemes(page, label) {
+  for (const theme of ['light', 'dark']) {
+    await page.evaluate((t) => document.documentElement.setAttribute('data-theme', t), theme);
+    await expectNoAxeViolations(page, `${label} (${theme})`);
+  }
+}

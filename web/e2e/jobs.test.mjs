@@ -2,12 +2,14 @@
 // streams into its console; after leaving the page, the job opened again
 // from the Jobs list and from a direct link shows its whole output, which
 // downloads with the same content the API stores. A job id that does not
-// exist says so. Real binary in --demo mode: the demo servers' jobs run in
-// the built-in simulator (no connection is made).
+// exist says so. The output size agrees in number ("1 line", "2 lines").
+// Real binary in --demo mode: the demo servers' jobs run in the built-in
+// simulator (no connection is made).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import { startApi, launch, uiLogin, apiFetch, apiLogin, shot } from './helpers.mjs';
+import { startApi, launch, uiLogin, apiFetch, apiLogin, shot, startFleetsim, onboardFleetsim, waitJobSuccess,
+  expectNoAxeViolationsBothThemes } from './helpers.mjs';
 
 let api;
 let b;
@@ -95,5 +97,46 @@ test('a job id that does not exist says "not found"', async () => {
     assert.equal(await page.getByRole('heading', { level: 1 }).innerText(), 'Job not found');
     assert.equal(await page.getByTestId('stream-mode').innerText(), '', 'not "Updating"');
     assert.equal(await page.getByTestId('console').count(), 0);
+  }
+});
+
+test('the output size agrees in number: "1 line" for a one-line job, "2 lines" for two', { timeout: 300000 }, async () => {
+  const { page } = b;
+  // A demo job prints a header, its steps and a closing line, never just
+  // one. A custom action prints one "lcm: [i/n] # command" line per
+  // command, and `true` prints nothing: run on a cmd/fleetsim host (the
+  // in-process worker's real SSH path, no Debian test host), one `true`
+  // is one line of output, two are two.
+  const sim = await startFleetsim(1, ['-latency', '10ms']);
+  try {
+    const [serverId] = await onboardFleetsim(api, token, sim.hosts);
+    for (const [commands, want] of [[['true'], '1 line'], [['true', 'true'], '2 lines']]) {
+      const ca = await apiFetch(api.base, '/api/v1/custom-actions', { method: 'POST', headers: auth(),
+        body: { name: `quiet ${commands.length}`, commands } });
+      assert.equal(ca.status, 201, ca.text);
+      const run = await apiFetch(api.base, `/api/v1/custom-actions/${ca.json.id}/run`, { method: 'POST', headers: auth(),
+        body: { server_ids: [serverId] } });
+      assert.equal(run.status, 202, run.text);
+      const jobId = run.json.items[0]?.job_id;
+      assert.ok(jobId, run.text);
+      await waitJobSuccess(api, auth(), jobId);
+      const stored = (await apiFetch(api.base, `/api/v1/jobs/${jobId}/ssh-output`, { headers: auth() })).json;
+      assert.equal(stored.complete, true);
+      const expected = commands.map((c, i) => `lcm: [${i + 1}/${commands.length}] # ${c}\n`).join('');
+      assert.equal(stored.output, expected, 'the job printed exactly one line per command');
+
+      // A fresh console (from the Dashboard, not from the previous job).
+      await page.goto(`${api.base}/#/`);
+      await page.getByRole('heading', { name: 'Dashboard' }).waitFor();
+      await page.goto(`${api.base}/#/jobs/${jobId}`);
+      await page.getByText('Succeeded').first().waitFor();
+      // The console has all of the output once it stops following the job.
+      await page.waitForFunction(() => document.querySelector('[data-testid=stream-mode]')?.textContent.trim() === '');
+      assert.equal((await page.getByTestId('console').innerText()).trim(), expected.trim());
+      assert.equal(await page.getByTestId('output-size').innerText(), `${stored.offset} B · ${want}`);
+      await expectNoAxeViolationsBothThemes(page, `job console, ${want}`);
+    }
+  } finally {
+    sim.stop();
   }
 });

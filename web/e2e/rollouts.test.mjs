@@ -6,53 +6,9 @@
 // requester cannot approve it. axe checks each page in both themes.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import readline from 'node:readline';
-import { spawn, execFileSync } from 'node:child_process';
-import { startApi, launch, uiLogin, apiLogin, apiFetch, repoRoot, sleep, expectNoAxeViolations } from './helpers.mjs';
+import { apiFetch, simulatedFleet, expectNoAxeViolations } from './helpers.mjs';
 
 const N = 5;
-
-async function startFleetsim(n) {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lcm-fleetsim-'));
-  const bin = path.join(dir, 'fleetsim');
-  execFileSync('go', ['build', '-o', bin, './cmd/fleetsim'], { cwd: repoRoot, stdio: 'inherit' });
-  const proc = spawn(bin, ['-n', String(n), '-latency', '50ms', '-packages', '200', '-upgradable', '10', '-security', '4'], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const hosts = [];
-  const rl = readline.createInterface({ input: proc.stdout });
-  for await (const line of rl) {
-    hosts.push(JSON.parse(line));
-    if (hosts.length === n) break;
-  }
-  return { hosts, stop: () => { proc.kill('SIGTERM'); fs.rmSync(dir, { recursive: true, force: true }); } };
-}
-
-async function onboard(api, token, hosts) {
-  const auth = { Authorization: `Bearer ${token}` };
-  const jobs = [];
-  for (const h of hosts) {
-    const [host, port] = h.addr.split(':');
-    const probe = await apiFetch(api.base, '/api/v1/servers/probe', { method: 'POST', headers: auth, body: { host, port: Number(port) } });
-    assert.equal(probe.json?.fingerprint_sha256, h.fingerprint, probe.text);
-    const join = await apiFetch(api.base, '/api/v1/servers/join', { method: 'POST', headers: auth, body: {
-      name: `sim-${String(h.index).padStart(2, '0')}`, host, port: Number(port), username: 'debian', auth: 'password', password: 'bootstrap', host_key: probe.json.host_key,
-    } });
-    assert.equal(join.status, 202, join.text);
-    jobs.push(join.json.job_id);
-  }
-  for (const id of jobs) {
-    const deadline = Date.now() + 120000;
-    for (;;) {
-      const j = await apiFetch(api.base, `/api/v1/jobs/${id}`, { headers: auth });
-      if (j.json?.status === 'success') break;
-      assert.ok(!['failed', 'aborted', 'blocked'].includes(j.json?.status), `join ${id}: ${j.text}`);
-      assert.ok(Date.now() < deadline, `join ${id} still ${j.json?.status}`);
-      await sleep(200);
-    }
-  }
-}
 
 async function axeBothThemes(page, label) {
   for (const theme of ['light', 'dark']) {
@@ -65,15 +21,9 @@ async function axeBothThemes(page, label) {
 }
 
 test('rollout with canary and batches, live progress, and approvals', { timeout: 600000 }, async () => {
-  const sim = await startFleetsim(N);
-  const api = await startApi({ dev: true });
-  const b = await launch();
+  const fleet = await simulatedFleet(N, ['-latency', '50ms', '-packages', '200', '-upgradable', '10', '-security', '4']);
+  const { api, auth, page } = fleet;
   try {
-    const token = await apiLogin(api, 'admin', api.adminPassword);
-    await onboard(api, token, sim.hosts);
-    const { page } = b;
-    await uiLogin(page, api.base, 'admin', api.adminPassword);
-    await page.getByRole('heading', { name: 'Dashboard' }).waitFor();
     await page.getByRole('link', { name: 'Rollouts' }).click();
     await page.getByRole('heading', { name: 'Rollouts', level: 1 }).waitFor();
 
@@ -96,7 +46,6 @@ test('rollout with canary and batches, live progress, and approvals', { timeout:
 
     // A rollout that needs approval: its requester sees it in the inbox but
     // cannot approve it (the API refuses too: self_approval).
-    const auth = { Authorization: `Bearer ${token}` };
     const created = await apiFetch(api.base, '/api/v1/rollouts', { method: 'POST', headers: auth,
       body: { action: 'all-updates', all: true, require_approval: true } });
     assert.equal(created.status, 201, created.text);
@@ -122,8 +71,6 @@ test('rollout with canary and batches, live progress, and approvals', { timeout:
     await page.locator(`[data-rollout="${created.json.id}"]`).getByText('Aborted').waitFor();
     await axeBothThemes(page, 'rollouts');
   } finally {
-    await b.close();
-    await api.stop();
-    sim.stop();
+    await fleet.stop();
   }
 });
