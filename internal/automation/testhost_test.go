@@ -52,6 +52,14 @@ func TestAutomationOnTestHost(t *testing.T) {
 	h := testutil.TestHostAt(t, testHost)
 	testutil.ResetTestHost(t, h)
 	defer testutil.ResetTestHost(t, h)
+	// The refresh rule runs apt-get update. Against Debian's mirrors one
+	// stalled fetch held the host's refresh (and so every run behind it)
+	// past the wait below; the test's own repository on 127.0.0.1 is the
+	// only source instead (docs/testing.md "A test's own apt repository").
+	repo := testutil.StartStaleProbeRepo(t)
+	if out, err := rootRun(t, h, repo.OnlySourceScript()); err != nil {
+		t.Fatalf("apt source on the test host: %v\n%s", err, out)
+	}
 	ctx := context.Background()
 	p := plane.Start(t, plane.Options{})
 	pr, err := p.Fleet.Probe(ctx, h.Host, h.Port)
