@@ -181,6 +181,7 @@ func TestAgentMonitorTwoReplicas(t *testing.T) {
 				name                 string
 				ok, failed, connects atomic.Int32
 				handled              atomic.Int32
+				subscribed           atomic.Int32 // status subscriptions the replica took
 				cancel               context.CancelFunc
 				done                 chan struct{}
 			}
@@ -201,10 +202,14 @@ func TestAgentMonitorTwoReplicas(t *testing.T) {
 					t.Fatal(err)
 				}
 				sub := func(fn func(string, []byte)) (func() error, error) {
-					return b.SubscribeAgents(string(agentproto.ChannelStatus), func(id string, data []byte) {
+					unsub, err := b.SubscribeAgents(string(agentproto.ChannelStatus), func(id string, data []byte) {
 						r.handled.Add(1)
 						fn(id, data)
 					})
+					if err == nil {
+						r.subscribed.Add(1)
+					}
+					return unsub, err
 				}
 				rctx, cancel := context.WithCancel(ctx)
 				r.cancel = cancel
@@ -221,7 +226,9 @@ func TestAgentMonitorTwoReplicas(t *testing.T) {
 				e, err := kv.Get(ctx, "agent-monitor-test")
 				return err == nil && strings.Contains(string(e.Value()), r.name)
 			}
-			testutil.WaitFor(t, 10*time.Second, "replica a leads", func() bool { return leads(a) })
+			// The lease is taken before the subscription: a status
+			// published in between would reach no one (core NATS).
+			testutil.WaitFor(t, 10*time.Second, "replica a leads and listens", func() bool { return leads(a) && a.subscribed.Load() > 0 })
 			bRep := start("replica-b")
 			defer func() {
 				a.cancel()
