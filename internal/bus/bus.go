@@ -153,6 +153,19 @@ func clusterSettling(err error) bool {
 	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout)
 }
 
+// raceLost reports the answers of a create-or-update that raced another
+// process's update of the same stream: nats-server answered the update
+// "stream not found" while the other update was being applied, and the
+// create that follows finds the stream after all ("subjects overlap with an
+// existing stream", 10065, or "stream name already in use", 10058).
+func raceLost(err error) bool {
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		return apiErr.ErrorCode == 10065 || apiErr.ErrorCode == 10058
+	}
+	return false
+}
+
 // ensure creates every stream, bucket and object store, or updates them
 // to this config, with replicas copies each (raising the count of an
 // existing stream is an update JetStream performs in place).
@@ -173,6 +186,16 @@ func (b *Bus) ensure(ctx context.Context, replicas int) error {
 			cancel()
 			if err == nil {
 				return nil
+			}
+			if raceLost(err) && time.Now().Before(deadline) {
+				// The other replica's update was in flight: this one's
+				// update found no stream and its create then found it.
+				// Tried again, the update goes through.
+				b.log.Debug("bus: another process changed it at the same time; trying again", "stream", name, "err", err)
+				if err := sleepCtx(ctx, 200*time.Millisecond+time.Duration(rand.Int64N(int64(500*time.Millisecond)))); err != nil {
+					return err
+				}
+				continue
 			}
 			if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, nats.ErrTimeout) {
 				return fmt.Errorf("bus: %s (%d replicas): %w", what, replicas, err)
