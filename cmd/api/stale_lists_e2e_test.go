@@ -13,6 +13,7 @@ import (
 	"github.com/lcmproject/lcm/internal/remote"
 	"github.com/lcmproject/lcm/internal/sshexec"
 	"github.com/lcmproject/lcm/internal/testutil"
+	"github.com/lcmproject/lcm/internal/testutil/aptrepo"
 )
 
 // TestSecurityUpgradeOnStaleListsE2E is issue 24 section 1 through the
@@ -23,7 +24,7 @@ import (
 // /packages/upgrade-security installs them: afterwards the host's own
 // apt-get update + apt-get -s dist-upgrade shows zero pending security
 // updates, and so does the stored inventory. The host's apt uses only a
-// repository the test serves (testutil.StartStaleProbeRepo:
+// repository the test serves (aptrepo.StartStaleProbe:
 // lcm-stale-probe 1.0 installed from bookworm, 1.1 in bookworm-security),
 // so exactly one security update is pending whatever Debian has published
 // that day, and no apt command needs the network.
@@ -67,18 +68,18 @@ func TestSecurityUpgradeOnStaleListsE2E(t *testing.T) {
 	}
 	// The host's own sources moved aside (the reset brings them back), the
 	// test's repository its only one, the probe's old version installed.
-	repo := testutil.StartStaleProbeRepo(t)
-	onHost(repo.OnlySourceScript(testutil.StaleProbe + "=" + testutil.StaleProbeRelease))
+	repo := aptrepo.StartStaleProbe(t)
+	onHost(repo.OnlySourceScript(aptrepo.StaleProbe + "=" + aptrepo.StaleProbeRelease))
 	probeVersion := func() string {
 		t.Helper()
-		return onHost("dpkg-query -W -f='${Version}' " + testutil.StaleProbe)
+		return onHost("dpkg-query -W -f='${Version}' " + aptrepo.StaleProbe)
 	}
 	// Lists fetched before the security suite's newest release: its
 	// index gone, every other list 10 days old.
 	const stale = `rm -f /var/lib/apt/lists/*security* /var/cache/apt/pkgcache.bin /var/cache/apt/srcpkgcache.bin
 find /var/lib/apt/lists -maxdepth 1 -type f -exec touch -d '10 days ago' {} +`
-	if pending := hostSecurity(); !slices.Equal(pending, []string{testutil.StaleProbe}) {
-		t.Fatalf("test host %d (%s): pending security updates %v, want exactly %s", h.Index, h.Addr, pending, testutil.StaleProbe)
+	if pending := hostSecurity(); !slices.Equal(pending, []string{aptrepo.StaleProbe}) {
+		t.Fatalf("test host %d (%s): pending security updates %v, want exactly %s", h.Index, h.Addr, pending, aptrepo.StaleProbe)
 	}
 
 	a := testutil.StartAPI(t, testutil.APIOptions{Dev: true})
@@ -166,8 +167,8 @@ find /var/lib/apt/lists -maxdepth 1 -type f -exec touch -d '10 days ago' {} +`
 	}
 
 	// The security upgrade on stale lists leaves nothing pending.
-	if v := probeVersion(); v != testutil.StaleProbeRelease {
-		t.Fatalf("%s %s installed before the upgrade", testutil.StaleProbe, v)
+	if v := probeVersion(); v != aptrepo.StaleProbeRelease {
+		t.Fatalf("%s %s installed before the upgrade", aptrepo.StaleProbe, v)
 	}
 	onHost(stale)
 	out := runJob("/packages/upgrade-security")
@@ -179,8 +180,8 @@ find /var/lib/apt/lists -maxdepth 1 -type f -exec touch -d '10 days ago' {} +`
 	if left := hostSecurity(); len(left) != 0 {
 		t.Fatalf("after upgrade-security the host's own apt-get update + simulation shows security updates: %v\n%s", left, out)
 	}
-	if v := probeVersion(); v != testutil.StaleProbeSecurity {
-		t.Fatalf("after upgrade-security %s %s is installed, want %s\n%s", testutil.StaleProbe, v, testutil.StaleProbeSecurity, out)
+	if v := probeVersion(); v != aptrepo.StaleProbeSecurity {
+		t.Fatalf("after upgrade-security %s %s is installed, want %s\n%s", aptrepo.StaleProbe, v, aptrepo.StaleProbeSecurity, out)
 	}
 	if left := storedSecurity(); len(left) != 0 {
 		t.Fatalf("after upgrade-security the inventory stores security updates %v", left)

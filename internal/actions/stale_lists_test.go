@@ -14,11 +14,12 @@ import (
 	"github.com/lcmproject/lcm/internal/remote"
 	"github.com/lcmproject/lcm/internal/sshexec"
 	"github.com/lcmproject/lcm/internal/testutil"
+	"github.com/lcmproject/lcm/internal/testutil/aptrepo"
 )
 
 // staleListsHost is test host 7 (127.0.0.8), the list-refresh area's
 // host, with apt pointed at a repository only this test serves
-// (testutil.StartStaleProbeRepo: lcm-stale-probe 1.0 in bookworm, 1.1 in
+// (aptrepo.StartStaleProbe: lcm-stale-probe 1.0 in bookworm, 1.1 in
 // bookworm-security) and 1.0 installed: one security update is pending
 // whatever Debian has published, and no apt command needs the network.
 // The host's own sources and lists come back with the reset.
@@ -33,8 +34,8 @@ func staleListsHost(t *testing.T) (remote.Executor, testutil.TestHost) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cl.Close() })
-	repo := testutil.StartStaleProbeRepo(t)
-	onHost(t, cl, repo.OnlySourceScript(testutil.StaleProbe+"="+testutil.StaleProbeRelease), 5*time.Minute)
+	repo := aptrepo.StartStaleProbe(t)
+	onHost(t, cl, repo.OnlySourceScript(aptrepo.StaleProbe+"="+aptrepo.StaleProbeRelease), 5*time.Minute)
 	return cl, h
 }
 
@@ -130,9 +131,9 @@ func aptJob(t *testing.T, ex remote.Executor, kind domain.JobKind) (Result, Refr
 // and by the file the package carries.
 func probeVersion(t *testing.T, ex remote.Executor) string {
 	t.Helper()
-	v := onHost(t, ex, "dpkg-query -W -f='${Version}' "+testutil.StaleProbe, time.Minute)
-	if file := strings.TrimSpace(onHost(t, ex, "cat /usr/share/"+testutil.StaleProbe+"/version", time.Minute)); file != v {
-		t.Fatalf("dpkg says %s %s, its file says %s", testutil.StaleProbe, v, file)
+	v := onHost(t, ex, "dpkg-query -W -f='${Version}' "+aptrepo.StaleProbe, time.Minute)
+	if file := strings.TrimSpace(onHost(t, ex, "cat /usr/share/"+aptrepo.StaleProbe+"/version", time.Minute)); file != v {
+		t.Fatalf("dpkg says %s %s, its file says %s", aptrepo.StaleProbe, v, file)
 	}
 	return v
 }
@@ -163,10 +164,10 @@ func TestSecurityUpgradeOnStaleListsOnTestHost(t *testing.T) {
 	// The host has exactly the probe's security update pending, named by
 	// apt as Debian's own security suite is.
 	pending := securityPending(t, ex, true)
-	if !slices.Equal(pending, []string{testutil.StaleProbe}) {
-		t.Fatalf("pending security updates %v, want exactly %s", pending, testutil.StaleProbe)
+	if !slices.Equal(pending, []string{aptrepo.StaleProbe}) {
+		t.Fatalf("pending security updates %v, want exactly %s", pending, aptrepo.StaleProbe)
 	}
-	inst := "Inst " + testutil.StaleProbe + " [" + testutil.StaleProbeRelease + "] (" + testutil.StaleProbeSecurity +
+	inst := "Inst " + aptrepo.StaleProbe + " [" + aptrepo.StaleProbeRelease + "] (" + aptrepo.StaleProbeSecurity +
 		" Debian-Security:12/bookworm-security [all])"
 	if sim := onHost(t, ex, "LC_ALL=C apt-get -s dist-upgrade", time.Minute); !strings.Contains(sim, inst) {
 		t.Fatalf("the simulation lacks %q:\n%s", inst, sim)
@@ -214,8 +215,8 @@ func TestSecurityUpgradeOnStaleListsOnTestHost(t *testing.T) {
 	if now := onHost(t, ex, "dpkg-query -W "+strings.Join(pending, " "), time.Minute); now != versions {
 		t.Fatalf("packages changed after a failed refresh:\nbefore %s\nafter %s", versions, now)
 	}
-	if v := probeVersion(t, ex); v != testutil.StaleProbeRelease {
-		t.Fatalf("%s %s installed after a failed refresh", testutil.StaleProbe, v)
+	if v := probeVersion(t, ex); v != aptrepo.StaleProbeRelease {
+		t.Fatalf("%s %s installed after a failed refresh", aptrepo.StaleProbe, v)
 	}
 	t.Logf("failed refresh: %s", failed.Reason)
 
@@ -241,8 +242,8 @@ func TestSecurityUpgradeOnStaleListsOnTestHost(t *testing.T) {
 	if left := securityPending(t, ex, true); len(left) != 0 {
 		t.Fatalf("after upgrade-security the host's own apt-get update + simulation still shows security updates: %v\n%s", left, out)
 	}
-	if v := probeVersion(t, ex); v != testutil.StaleProbeSecurity {
-		t.Fatalf("after upgrade-security %s %s is installed, want %s\n%s", testutil.StaleProbe, v, testutil.StaleProbeSecurity, out)
+	if v := probeVersion(t, ex); v != aptrepo.StaleProbeSecurity {
+		t.Fatalf("after upgrade-security %s %s is installed, want %s\n%s", aptrepo.StaleProbe, v, aptrepo.StaleProbeSecurity, out)
 	}
 	var said []string
 	for _, l := range strings.Split(out, "\n") {

@@ -14,6 +14,7 @@ import (
 	"github.com/lcmproject/lcm/internal/fleet"
 	"github.com/lcmproject/lcm/internal/store"
 	"github.com/lcmproject/lcm/internal/testutil"
+	"github.com/lcmproject/lcm/internal/testutil/aptrepo"
 	"github.com/lcmproject/lcm/internal/testutil/plane"
 )
 
@@ -56,7 +57,7 @@ func TestAutomationOnTestHost(t *testing.T) {
 	// stalled fetch held the host's refresh (and so every run behind it)
 	// past the wait below; the test's own repository on 127.0.0.1 is the
 	// only source instead (docs/testing.md "A test's own apt repository").
-	repo := testutil.StartStaleProbeRepo(t)
+	repo := aptrepo.StartStaleProbe(t)
 	if out, err := rootRun(t, h, repo.OnlySourceScript()); err != nil {
 		t.Fatalf("apt source on the test host: %v\n%s", err, out)
 	}

@@ -1,4 +1,4 @@
-package testutil
+package aptrepo
 
 import (
 	"bytes"
@@ -22,9 +22,9 @@ import (
 	"github.com/ProtonMail/go-crypto/openpgp/packet"
 )
 
-// AptSuite is one suite of an AptRepo: where it lives on the server, the
+// Suite is one suite of an Repo: where it lives on the server, the
 // fields of its Release file and its packages.
-type AptSuite struct {
+type Suite struct {
 	// Root is the archive's path on the server, as Debian's mirrors have
 	// "debian" and "debian-security".
 	Root string
@@ -37,16 +37,16 @@ type AptSuite struct {
 	Origin   string
 	Label    string
 	Version  string
-	Packages []DebPackage
+	Packages []Package
 }
 
-// AptRepo is a signed apt repository built in memory and served over HTTP
+// Repo is a signed apt repository built in memory and served over HTTP
 // on 127.0.0.1 until the test ends. The test hosts share the machine's
 // network namespace (docs/testing.md), so their apt reaches it at URL;
 // Sources is what makes a host use it.
-type AptRepo struct {
+type Repo struct {
 	URL    string
-	Suites []AptSuite
+	Suites []Suite
 	// KeyASC is the armored public key InRelease and Release.gpg are
 	// signed with (a fresh Ed25519 key per repository).
 	KeyASC string
@@ -54,17 +54,17 @@ type AptRepo struct {
 	mtime  time.Time
 }
 
-// aptRepoArchitectures are the architectures each suite's Release lists
+// architectures are the architectures each suite's Release lists
 // and has a Packages index for (every package is Architecture all and
 // listed in each, as Debian's archive lists its arch-all packages): the
 // ones LCM ships for and its test hosts run.
-var aptRepoArchitectures = []string{"amd64", "arm64"}
+var architectures = []string{"amd64", "arm64"}
 
-// StartAptRepo builds a repository of the suites and serves it until the
+// Start builds a repository of the suites and serves it until the
 // test ends.
-func StartAptRepo(t testing.TB, suites ...AptSuite) *AptRepo {
+func Start(t testing.TB, suites ...Suite) *Repo {
 	t.Helper()
-	r, err := BuildAptRepo(time.Now(), suites...)
+	r, err := Build(time.Now(), suites...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,11 +74,11 @@ func StartAptRepo(t testing.TB, suites ...AptSuite) *AptRepo {
 	return r
 }
 
-// BuildAptRepo builds the repository's files dated now: per suite the
+// Build builds the repository's files dated now: per suite the
 // pool, the Packages indexes (plain and gzip), Release, its detached
 // signature Release.gpg and the clear-signed InRelease that apt asks for
-// first. Serve it with ServeHTTP; StartAptRepo does both.
-func BuildAptRepo(now time.Time, suites ...AptSuite) (*AptRepo, error) {
+// first. Serve it with ServeHTTP; Start does both.
+func Build(now time.Time, suites ...Suite) (*Repo, error) {
 	// Whole seconds: Last-Modified, the Release Date and the key's
 	// creation time must not lie in the future of the host's clock.
 	now = now.UTC().Truncate(time.Second)
@@ -98,7 +98,7 @@ func BuildAptRepo(now time.Time, suites ...AptSuite) (*AptRepo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("apt repo key: %w", err)
 	}
-	r := &AptRepo{Suites: suites, KeyASC: asc.String(), files: map[string][]byte{}, mtime: now}
+	r := &Repo{Suites: suites, KeyASC: asc.String(), files: map[string][]byte{}, mtime: now}
 	for _, s := range suites {
 		if err := r.addSuite(s, key, cfg); err != nil {
 			return nil, err
@@ -108,7 +108,7 @@ func BuildAptRepo(now time.Time, suites ...AptSuite) (*AptRepo, error) {
 }
 
 // addSuite writes one suite's pool, indexes and signed Release files.
-func (r *AptRepo) addSuite(s AptSuite, key *openpgp.Entity, cfg *packet.Config) error {
+func (r *Repo) addSuite(s Suite, key *openpgp.Entity, cfg *packet.Config) error {
 	if s.Root == "" || s.Codename == "" || s.Suite == "" {
 		return fmt.Errorf("apt repo: suite %+v needs a Root, a Suite and a Codename", s)
 	}
@@ -118,11 +118,18 @@ func (r *AptRepo) addSuite(s AptSuite, key *openpgp.Entity, cfg *packet.Config) 
 		if err != nil {
 			return err
 		}
+		control, err := Control(deb)
+		if err != nil {
+			return err
+		}
+		if !strings.HasSuffix(control, "\n") {
+			control += "\n"
+		}
 		pool := fmt.Sprintf("pool/main/%c/%s/%s", p.Name[0], p.Name, p.FileName())
 		r.files[path.Join(s.Root, pool)] = deb
 		sha, md := sha256.Sum256(deb), md5.Sum(deb)
 		fmt.Fprintf(&entries, "%sFilename: %s\nSize: %d\nMD5sum: %s\nSHA256: %s\n\n",
-			p.control(), pool, len(deb), hex.EncodeToString(md[:]), hex.EncodeToString(sha[:]))
+			control, pool, len(deb), hex.EncodeToString(md[:]), hex.EncodeToString(sha[:]))
 	}
 	var gz bytes.Buffer
 	zw := gzip.NewWriter(&gz)
@@ -138,8 +145,8 @@ func (r *AptRepo) addSuite(s AptSuite, key *openpgp.Entity, cfg *packet.Config) 
 	fmt.Fprintf(&rel, "Origin: %s\nLabel: %s\nSuite: %s\nCodename: %s\nVersion: %s\nDate: %s\n"+
 		"Architectures: %s\nComponents: main\nDescription: LCM test suite %s\nSHA256:\n",
 		s.Origin, s.Label, s.Suite, s.Codename, s.Version, r.mtime.Format(time.RFC1123),
-		strings.Join(aptRepoArchitectures, " "), s.Codename)
-	for _, arch := range aptRepoArchitectures {
+		strings.Join(architectures, " "), s.Codename)
+	for _, arch := range architectures {
 		for _, f := range []struct {
 			name string
 			data []byte
@@ -172,7 +179,7 @@ func (r *AptRepo) addSuite(s AptSuite, key *openpgp.Entity, cfg *packet.Config) 
 
 // ServeHTTP serves the repository's files (GET and HEAD, answering
 // If-Modified-Since as a mirror does); anything else is 404.
-func (r *AptRepo) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+func (r *Repo) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	b, ok := r.files[strings.TrimPrefix(path.Clean(req.URL.Path), "/")]
 	if !ok {
 		http.NotFound(w, req)
@@ -183,13 +190,13 @@ func (r *AptRepo) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 
 // File returns one of the repository's files by its path on the server
 // ("debian/dists/bookworm/InRelease").
-func (r *AptRepo) File(p string) ([]byte, bool) {
+func (r *Repo) File(p string) ([]byte, bool) {
 	b, ok := r.files[p]
 	return b, ok
 }
 
 // Paths lists the repository's files by their paths on the server, sorted.
-func (r *AptRepo) Paths() []string {
+func (r *Repo) Paths() []string {
 	ps := make([]string, 0, len(r.files))
 	for p := range r.files {
 		ps = append(ps, p)
@@ -201,7 +208,7 @@ func (r *AptRepo) Paths() []string {
 // Sources is a deb822 sources file (/etc/apt/sources.list.d/*.sources)
 // with one stanza per suite, main only, the key inline in Signed-By (apt
 // >= 2.3.10), so a host needs no keyring file for it.
-func (r *AptRepo) Sources() string {
+func (r *Repo) Sources() string {
 	var key strings.Builder
 	for _, l := range strings.Split(strings.TrimRight(r.KeyASC, "\n"), "\n") {
 		if l == "" {
@@ -226,7 +233,7 @@ func (r *AptRepo) Sources() string {
 // dropped, then apt-get update and install run against r alone — no
 // network beyond the machine's loopback. ResetTestHost puts the host's
 // own sources and lists back (it clears the whole overlay).
-func (r *AptRepo) OnlySourceScript(install ...string) string {
+func (r *Repo) OnlySourceScript(install ...string) string {
 	s := `set -e
 mkdir -p /etc/apt/lcm-test-aside
 [ ! -e /etc/apt/sources.list ] || mv /etc/apt/sources.list /etc/apt/lcm-test-aside/
@@ -252,7 +259,7 @@ const (
 	StaleProbeSecurity = "1.1"
 )
 
-// StartStaleProbeRepo serves a repository shaped like Debian 12's archive
+// StartStaleProbe serves a repository shaped like Debian 12's archive
 // for the stale-lists tests: "debian" with suite bookworm (Origin and
 // Label Debian) holding StaleProbe StaleProbeRelease, and
 // "debian-security" with suite bookworm-security (Origin Debian, Label
@@ -261,11 +268,11 @@ const (
 // simulation and prints "… bookworm-security InRelease" when it updates,
 // as with Debian's own mirrors, and there is always exactly one pending
 // security update, whatever Debian has published that day.
-func StartStaleProbeRepo(t testing.TB) *AptRepo {
+func StartStaleProbe(t testing.TB) *Repo {
 	t.Helper()
-	return StartAptRepo(t,
-		AptSuite{Root: "debian", Suite: "bookworm", Codename: "bookworm", Origin: "Debian", Label: "Debian", Version: "12",
-			Packages: []DebPackage{{Name: StaleProbe, Version: StaleProbeRelease}}},
-		AptSuite{Root: "debian-security", Suite: "bookworm-security", Codename: "bookworm-security", Origin: "Debian",
-			Label: "Debian-Security", Version: "12", Packages: []DebPackage{{Name: StaleProbe, Version: StaleProbeSecurity}}})
+	return Start(t,
+		Suite{Root: "debian", Suite: "bookworm", Codename: "bookworm", Origin: "Debian", Label: "Debian", Version: "12",
+			Packages: []Package{{Name: StaleProbe, Version: StaleProbeRelease}}},
+		Suite{Root: "debian-security", Suite: "bookworm-security", Codename: "bookworm-security", Origin: "Debian",
+			Label: "Debian-Security", Version: "12", Packages: []Package{{Name: StaleProbe, Version: StaleProbeSecurity}}})
 }

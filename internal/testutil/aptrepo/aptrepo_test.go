@@ -1,4 +1,4 @@
-package testutil
+package aptrepo
 
 import (
 	"archive/tar"
@@ -21,7 +21,7 @@ import (
 // in order, the control stanza, the one data file.
 func TestBuildDeb(t *testing.T) {
 	mtime := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
-	deb, err := BuildDeb(DebPackage{Name: "lcm-probe", Version: "1.1"}, mtime)
+	deb, err := BuildDeb(Package{Name: "lcm-probe", Version: "1.1"}, mtime)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,19 +33,25 @@ func TestBuildDeb(t *testing.T) {
 		t.Fatalf("debian-binary %q", members.data["debian-binary"])
 	}
 	control := readTarGz(t, members.data["control.tar.gz"])
-	if c := control["./control"]; !strings.HasPrefix(c, "Package: lcm-probe\nVersion: 1.1\nArchitecture: all\n") || !strings.HasSuffix(c, "\n") {
+	c := control["./control"]
+	for _, field := range []string{"Package: lcm-probe\n", "Version: 1.1\n", "Architecture: all\n", "Maintainer: " + debMaintainer + "\n"} {
+		if !strings.Contains(c, field) {
+			t.Fatalf("control lacks %q: %q", field, c)
+		}
+	}
+	if !strings.HasPrefix(c, "Package: ") || !strings.HasSuffix(c, "\n") {
 		t.Fatalf("control %q", c)
 	}
 	data := readTarGz(t, members.data["data.tar.gz"])
 	if v, ok := data["./usr/share/lcm-probe/version"]; !ok || v != "1.1\n" {
 		t.Fatalf("data files %v", data)
 	}
-	for _, dir := range []string{"./", "./usr/", "./usr/share/", "./usr/share/lcm-probe/"} {
+	for _, dir := range []string{"./usr/", "./usr/share/", "./usr/share/lcm-probe/"} {
 		if _, ok := data[dir]; !ok {
 			t.Fatalf("data.tar.gz lacks directory %s: %v", dir, data)
 		}
 	}
-	if _, err := BuildDeb(DebPackage{Name: "x"}, mtime); err == nil {
+	if _, err := BuildDeb(Package{Name: "x"}, mtime); err == nil {
 		t.Fatal("a package without a version was built")
 	}
 }
@@ -54,7 +60,7 @@ func TestBuildDeb(t *testing.T) {
 // verifies with the repository's key and names its suite as Debian's do,
 // every index it lists has its hash, every pool file the index's.
 func TestStaleProbeRepo(t *testing.T) {
-	r := StartStaleProbeRepo(t)
+	r := StartStaleProbe(t)
 	keys, err := openpgp.ReadArmoredKeyRing(strings.NewReader(r.KeyASC))
 	if err != nil {
 		t.Fatal(err)
@@ -95,7 +101,7 @@ func TestStaleProbeRepo(t *testing.T) {
 			checkFile(t, get(t, dists+f[2]), f[0], f[1])
 			indexes++
 		}
-		if indexes != 2*len(aptRepoArchitectures) {
+		if indexes != 2*len(architectures) {
 			t.Fatalf("%s lists %d indexes", codename, indexes)
 		}
 		packages := string(get(t, dists+"main/binary-amd64/Packages"))
@@ -201,7 +207,7 @@ func readTarGz(t *testing.T, b []byte) map[string]string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if h.Uid != 0 || h.Gid != 0 || h.Uname != "root" {
+		if h.Uid != 0 || h.Gid != 0 {
 			t.Fatalf("%s not owned by root", h.Name)
 		}
 		c, _ := io.ReadAll(tr)
