@@ -121,11 +121,11 @@ func onboardSim(t *testing.T, a *testutil.API, token string, hosts []simHost) []
 		}
 		return joined.Server.ID, joined.JobID, nil
 	}
-	return testutil.JoinAndWait(t, len(hosts), 8, join, func(jobs []string) {
-		for _, j := range jobs {
-			waitJob(t, a, token, j, "success")
-		}
-	})
+	ids, jobs := testutil.JoinAll(t, len(hosts), 8, join)
+	for _, j := range jobs {
+		waitJob(t, a, token, j, "success")
+	}
+	return ids
 }
 
 // TestFleetsimOnboardAndUpgradeE2E: the real lcm-api binary onboards a

@@ -5,12 +5,11 @@ import (
 	"testing"
 )
 
-// JoinAndWait onboards n hosts: it runs join for each host index, at most
-// limit at once, fails the test with the first error a join returned,
-// then hands wait the join job ids in host order (it waits until they are
-// final, through the API or the database). It returns the server ids in
-// host order.
-func JoinAndWait(t testing.TB, n, limit int, join func(i int) (serverID, jobID string, err error), wait func(jobIDs []string)) []string {
+// JoinAll onboards n hosts: it runs join for each host index, at most
+// limit at once, and fails the test with the first error a join returned.
+// It returns the server ids and the join job ids in host order; the caller
+// waits for the jobs (through the API or the database).
+func JoinAll(t testing.TB, n, limit int, join func(i int) (serverID, jobID string, err error)) (serverIDs, jobIDs []string) {
 	t.Helper()
 	ids := make([]string, n)
 	jobs := make([]string, n)
@@ -36,6 +35,5 @@ func JoinAndWait(t testing.TB, n, limit int, join func(i int) (serverID, jobID s
 	for err := range errs {
 		t.Fatal(err)
 	}
-	wait(jobs)
-	return ids
+	return ids, jobs
 }

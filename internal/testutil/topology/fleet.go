@@ -112,9 +112,9 @@ func (top *Topology) Onboard(token, segment string, hosts []SimHost) []string {
 		}
 		return joined.Server.ID, joined.JobID, nil
 	}
-	return testutil.JoinAndWait(top.t, len(hosts), 16, join, func(jobs []string) {
-		top.WaitJobs(jobs, 10*time.Minute, "success")
-	})
+	ids, jobs := testutil.JoinAll(top.t, len(hosts), 16, join)
+	top.WaitJobs(jobs, 10*time.Minute, "success")
+	return ids
 }
 
 // DB is a connection pool to the test database, direct (the server's own
