@@ -2,15 +2,11 @@
 // it with curl.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startApi, launch, uiLogin, curl } from './helpers.mjs';
+import { curl, signedInAdmin } from './helpers.mjs';
 
 test('create an API key in the UI and use it with curl', async () => {
-  const api = await startApi({ dev: true });
-  const b = await launch();
+  const { api, b, page } = await signedInAdmin();
   try {
-    const { page } = b;
-    await uiLogin(page, api.base, 'admin', api.adminPassword);
-    await page.getByRole('heading', { name: 'Dashboard' }).waitFor();
     await page.goto(`${api.base}/#/admin/apikeys`);
     await page.getByRole('button', { name: 'Create API key' }).click();
     await page.getByLabel('Name').fill('e2e-curl');

@@ -2,7 +2,7 @@
 // 2FA challenge, the forced 2FA setup for roles that require it, logout.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startApi, launch, uiLogin, totp, sleep, shot, saveRecoveryCodes } from './helpers.mjs';
+import { startApi, launch, uiLogin, totp, sleep, shot, saveRecoveryCodes, signedInAdmin } from './helpers.mjs';
 
 async function nextWindow() {
   // TOTP codes are single-use per 30 s window: wait for a fresh one.
@@ -50,12 +50,8 @@ test('sign-in without 2FA, wrong password, footer version, logout', async () => 
 });
 
 test('sign-in with the 2FA challenge', async () => {
-  const api = await startApi({ dev: true });
-  const b = await launch();
+  const { api, b, page } = await signedInAdmin();
   try {
-    const { page } = b;
-    await uiLogin(page, api.base, 'admin', api.adminPassword);
-    await page.getByRole('heading', { name: 'Dashboard' }).waitFor();
     await page.goto(`${api.base}/#/profile`);
     await page.getByRole('button', { name: 'Set up two-factor authentication' }).click();
     const secret = await setup2fa(page);

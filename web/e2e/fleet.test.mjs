@@ -4,19 +4,17 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
-import { startApi, launch, uiLogin, testHosts, requireOrSkip, shot, freePort, expectNoAxeViolationsBothThemes } from './helpers.mjs';
+import {
+  testHosts, requireOrSkip, shot, freePort, expectNoAxeViolationsBothThemes, signedInAdmin,
+} from './helpers.mjs';
 
 test('add a server (probe → fingerprint → join) and run upgrade-security with live output', { timeout: 600000 }, async (t) => {
   const th = testHosts();
   if (!requireOrSkip(t, th && th.hosts.length >= 6, 'Debian test hosts 1-6 are not up (eval "$(bash deploy/testhosts/testhosts.sh env)")')) return;
   // Host 6: cmd/api's fleet e2e uses it too, but the Go tests finish before the browser tests start.
   const target = th.hosts[5];
-  const api = await startApi({ dev: true });
-  const b = await launch();
+  const { api, b, page } = await signedInAdmin();
   try {
-    const { page } = b;
-    await uiLogin(page, api.base, 'admin', api.adminPassword);
-    await page.getByRole('heading', { name: 'Dashboard' }).waitFor();
     await page.goto(`${api.base}/#/servers/add`);
     await page.getByLabel('Host name or IP address').fill(target.host);
     await page.getByLabel('SSH port').fill(String(target.port));
@@ -83,12 +81,8 @@ test('the wizard says in plain words that nothing listens on the SSH port', { ti
   // (so the refusal the page explains is the one this test arranged).
   const port = await freePort();
   assert.equal(await connectError(port), 'ECONNREFUSED', `127.0.0.1:${port} must be closed`);
-  const api = await startApi({ dev: true });
-  const b = await launch();
+  const { api, b, page } = await signedInAdmin();
   try {
-    const { page } = b;
-    await uiLogin(page, api.base, 'admin', api.adminPassword);
-    await page.getByRole('heading', { name: 'Dashboard' }).waitFor();
     await page.goto(`${api.base}/#/servers/add`);
     await page.getByLabel('Host name or IP address').fill('127.0.0.1');
     await page.getByLabel('SSH port').fill(String(port));

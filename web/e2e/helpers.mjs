@@ -176,6 +176,25 @@ export async function uiLogin(page, base, username, password, totpSecret) {
 }
 
 /**
+ * Starts lcm-api --dev and chromium and signs the generated admin in
+ * through the UI, on the dashboard. The caller closes b and stops api.
+ */
+export async function signedInAdmin() {
+  const api = await startApi({ dev: true });
+  let b;
+  try {
+    b = await launch();
+    await uiLogin(b.page, api.base, 'admin', api.adminPassword);
+    await b.page.getByRole('heading', { name: 'Dashboard' }).waitFor();
+    return { api, b, page: b.page };
+  } catch (e) {
+    await b?.close();
+    await api.stop();
+    throw e;
+  }
+}
+
+/**
  * Reads the recovery codes shown once after enabling 2FA (or regenerating),
  * confirms they are saved and continues. Returns the codes.
  */

@@ -5,15 +5,11 @@
 // link) and the public page where the person sets the password.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startApi, launch, uiLogin, apiFetch, apiLogin } from './helpers.mjs';
+import { apiFetch, apiLogin, signedInAdmin } from './helpers.mjs';
 
 test('privilege profile editor, Linux users catalogue and activation page', async () => {
-  const api = await startApi({ dev: true });
-  const b = await launch();
+  const { api, b, page } = await signedInAdmin();
   try {
-    const { page } = b;
-    await uiLogin(page, api.base, 'admin', api.adminPassword);
-    await page.getByRole('heading', { name: 'Dashboard' }).waitFor();
 
     // Profiles: the two built-ins, a new profile with a live preview.
     await page.goto(`${api.base}/#/admin/profiles`);
@@ -98,12 +94,8 @@ test('privilege profile editor, Linux users catalogue and activation page', asyn
 // recorded).
 test('server Users tab: accounts, pending syncs and actions', async () => {
   const { fleetFixtures, makeServers, mockApi } = await import('./mocks.mjs');
-  const api = await startApi({ dev: true });
-  const b = await launch();
+  const { api, b, page } = await signedInAdmin();
   try {
-    const { page } = b;
-    await uiLogin(page, api.base, 'admin', api.adminPassword);
-    await page.getByRole('heading', { name: 'Dashboard' }).waitFor();
     const servers = makeServers(5);
     const fx = fleetFixtures(servers);
     delete fx['GET /api/v1/auth/me'];

@@ -2,15 +2,11 @@
 // shows as a banner with its body in a dialog.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startApi, launch, uiLogin, shot } from './helpers.mjs';
+import { shot, signedInAdmin } from './helpers.mjs';
 
 test('portal message: create on the admin page, shown as a banner', async () => {
-  const api = await startApi({ dev: true });
-  const b = await launch();
+  const { api, b, page } = await signedInAdmin();
   try {
-    const { page } = b;
-    await uiLogin(page, api.base, 'admin', api.adminPassword);
-    await page.getByRole('heading', { name: 'Dashboard' }).waitFor();
     await page.goto(`${api.base}/#/admin/announcements`);
     await page.getByRole('button', { name: 'New message' }).click();
     await page.getByLabel('Title').fill('Planned maintenance on Saturday');

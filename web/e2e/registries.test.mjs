@@ -9,7 +9,9 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { startApi, launch, uiLogin, apiFetch, apiLogin, freePort, requireOrSkip, expectNoAxeViolations, sleep } from './helpers.mjs';
+import {
+  apiFetch, apiLogin, freePort, requireOrSkip, expectNoAxeViolations, sleep, signedInAdmin,
+} from './helpers.mjs';
 
 const SECRET = 'Registry-Pass-Juniper-4417';
 const BIN = '/usr/bin/docker-registry';
@@ -37,12 +39,8 @@ async function startRegistry() {
 test('container registries: store, mask, test, remove the password, delete', async (t) => {
   if (!requireOrSkip(t, fs.existsSync(BIN), 'docker-registry (Debian package docker-registry) is not installed')) return;
   const reg = await startRegistry();
-  const api = await startApi({ dev: true });
-  const b = await launch();
+  const { api, b, page } = await signedInAdmin();
   try {
-    const { page } = b;
-    await uiLogin(page, api.base, 'admin', api.adminPassword);
-    await page.getByRole('heading', { name: 'Dashboard' }).waitFor();
     await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Container registries' }).click();
     await page.getByRole('heading', { name: 'Container registries', level: 1 }).waitFor();
     await page.getByTestId('registries-empty').waitFor();

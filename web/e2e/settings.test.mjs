@@ -9,7 +9,9 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { startApi, launch, uiLogin, shot, apiFetch, apiLogin, freePort, requireOrSkip, expectNoAxeViolations, sleep } from './helpers.mjs';
+import {
+  startApi, launch, uiLogin, shot, apiFetch, apiLogin, freePort, requireOrSkip, expectNoAxeViolations, sleep, signedInAdmin,
+} from './helpers.mjs';
 import { startSmtpSink } from './smtpsink.mjs';
 
 const SECRET = 'Smtp-Pass-Orchid-7731';
@@ -175,12 +177,8 @@ test('settings: mail server (system mail channel: password encrypted, masked, ne
 
 test('settings: speech provider (local) and its voice list', async (t) => {
   if (!requireOrSkip(t, ['ffmpeg', 'pocketsphinx_continuous', 'espeak-ng'].every(has), 'local speech tools missing (apt-get install ffmpeg pocketsphinx pocketsphinx-en-us espeak-ng)')) return;
-  const api = await startApi({ dev: true });
-  const b = await launch();
+  const { api, b, page } = await signedInAdmin();
   try {
-    const { page } = b;
-    await uiLogin(page, api.base, 'admin', api.adminPassword);
-    await page.getByRole('heading', { name: 'Dashboard' }).waitFor();
     await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Speech' }).click();
     await page.getByRole('heading', { name: 'Speech', level: 1 }).waitFor();
     await page.getByLabel('Provider').selectOption('local');
