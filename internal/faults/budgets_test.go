@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lcmproject/lcm/internal/jobs/runner"
 	"github.com/lcmproject/lcm/internal/testutil"
 	"github.com/lcmproject/lcm/internal/testutil/topology"
 )
@@ -272,4 +273,41 @@ func loadAvg() string {
 		return "?"
 	}
 	return strings.Fields(string(b))[0]
+}
+
+// TestBudgetTenThousandServers: issue 22's fleet size. A security upgrade
+// (1 s per server) of 10,000 simulated servers (300 in the short run) in
+// two segments, one bulk request through the proxy, one lcm-worker per
+// segment at the worker's default concurrency, two API replicas on
+// PostgreSQL, the simulators on the same machine. Budget: request to every
+// job final (stored, ingested) ≤ 60 s, asserted in the full run only. The
+// fleet is simulated by two cmd/fleetsim processes of half the servers
+// each: a process holds two descriptors per simulated server, and the
+// machine's hard limit is 20,000.
+func TestBudgetTenThousandServers(t *testing.T) {
+	servers := size(300, 10000)
+	top := topology.Start(t, topology.Options{WorkerConcurrency: runner.DefaultConcurrency})
+	token := top.Login()
+	half := servers / 2
+	args := []string{"-latency", "5ms", "-upgrade-time", "1s"}
+	dc1, dc2 := top.StartFleet(half, args...), top.StartFleet(servers-half, args...)
+	onboardStart := time.Now()
+	ids := append(top.Onboard(token, "dc1", dc1), top.Onboard(token, "dc2", dc2)...)
+	onboard := time.Since(onboardStart)
+
+	load0 := loadAvg()
+	start := time.Now()
+	jobs := bulk(t, top, token, "upgrade-security", ids)
+	submitted := time.Since(start)
+	st := top.WaitJobs(jobs, 15*time.Minute, "success")
+	wall := time.Since(start)
+	if t.Failed() {
+		t.FailNow()
+	}
+	figure(t, "upgrade-security of %d simulated servers in 2 segments (1 s each, 2 workers × %d in flight, 2 replicas, PostgreSQL), one bulk request: %s; submitted in %s, all final after %s (onboarding took %s); load %s → %s",
+		servers, runner.DefaultConcurrency, countStatuses(st), submitted.Round(10*time.Millisecond), wall.Round(100*time.Millisecond),
+		onboard.Round(time.Second), load0, loadAvg())
+	if assertBudgets() && wall > time.Minute {
+		t.Errorf("%d servers took %s, budget 60 s", servers, wall.Round(100*time.Millisecond))
+	}
 }
