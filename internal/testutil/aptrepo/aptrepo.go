@@ -22,7 +22,7 @@ import (
 	"github.com/ProtonMail/go-crypto/openpgp/packet"
 )
 
-// Suite is one suite of an Repo: where it lives on the server, the
+// Suite is one suite of a Repo: where it lives on the server, the
 // fields of its Release file and its packages.
 type Suite struct {
 	// Root is the archive's path on the server, as Debian's mirrors have

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ProtonMail/go-crypto/openpgp"
 	"github.com/ProtonMail/go-crypto/openpgp/clearsign"
+	"github.com/blakesmith/ar"
 )
 
 // TestBuildDeb reads a built .deb back the way dpkg does: the ar members
@@ -41,6 +42,9 @@ func TestBuildDeb(t *testing.T) {
 	}
 	if !strings.HasPrefix(c, "Package: ") || !strings.HasSuffix(c, "\n") {
 		t.Fatalf("control %q", c)
+	}
+	if got, err := Control(deb); err != nil || got != c {
+		t.Fatalf("Control = %q, %v; the package holds %q", got, err, c)
 	}
 	data := readTarGz(t, members.data["data.tar.gz"])
 	if v, ok := data["./usr/share/lcm-probe/version"]; !ok || v != "1.1\n" {
@@ -166,28 +170,28 @@ type arMembers struct {
 	data  map[string][]byte
 }
 
-// readAr splits an ar archive (dpkg's subset: no long names).
+// readAr splits a .deb's ar archive into its members, in order, with
+// the ar reader Control uses.
 func readAr(t *testing.T, b []byte) arMembers {
 	t.Helper()
 	m := arMembers{data: map[string][]byte{}}
-	if !bytes.HasPrefix(b, []byte("!<arch>\n")) {
-		t.Fatal("no ar magic")
-	}
-	b = b[8:]
-	for len(b) > 0 {
-		if len(b) < 60 || string(b[58:60]) != "`\n" {
-			t.Fatalf("bad ar header %q", b[:min(60, len(b))])
+	r := ar.NewReader(bytes.NewReader(b))
+	for {
+		h, err := r.Next()
+		if err == io.EOF {
+			return m
 		}
-		name := strings.TrimSpace(string(b[:16]))
-		size, err := strconv.Atoi(strings.TrimSpace(string(b[48:58])))
-		if err != nil || 60+size > len(b) {
-			t.Fatalf("bad ar size in %q", b[:60])
+		if err != nil {
+			t.Fatalf("ar: %v", err)
 		}
+		data, err := io.ReadAll(r)
+		if err != nil {
+			t.Fatalf("ar member %s: %v", h.Name, err)
+		}
+		name := strings.TrimSuffix(h.Name, "/")
 		m.names = append(m.names, name)
-		m.data[name] = b[60 : 60+size]
-		b = b[60+size+size%2:]
+		m.data[name] = data
 	}
-	return m
 }
 
 // readTarGz maps each entry of a gzip'd tar to its content.
